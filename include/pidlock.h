@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libpidlock - file locks that never go stale and that other lockers
+ * on the same path understand.
+ *
+ * All functions return 0 (or a non-negative value where documented) on
+ * success and a negative errno value on failure.  Every code a function
+ * can return is listed in its manual page; the codes are part of the API.
+ */
+#ifndef PIDLOCK_H
+#define PIDLOCK_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque lock handle, made once with pidlock_new() and reused. */
+struct pidlock;
+
+/* Flags for pidlock_new(). Neither *_ONLY flag: both kernel locks. */
+enum {
+	/** Take only flock(LOCK_EX); for peers that use flock(2). */
+	PIDLOCK_FLOCK_ONLY = 1U << 0,
+	/** Take only the OFD fcntl write lock; needs write access. */
+	PIDLOCK_OFD_ONLY = 1U << 1,
+	/** Do not fdatasync(2) the content after writing it. */
+	PIDLOCK_NO_SYNC = 1U << 2,
+	/** Write the bare pid as the first line (classic pidfile). */
+	PIDLOCK_PLAIN_PID = 1U << 3,
+	/** Never unlink on release; the inode at the path stays. */
+	PIDLOCK_KEEP_FILE = 1U << 4,
+};
+
+/* Kernel lock kinds, as reported in struct pidlock_info. */
+enum {
+	PIDLOCK_KIND_FLOCK = 1U << 0,	/**< flock(2) LOCK_EX */
+	PIDLOCK_KIND_OFD = 1U << 1,	/**< OFD or POSIX fcntl(2) write lock */
+};
+
+/** Defaults, see the setters. */
+#define PIDLOCK_DEFAULT_STALE_SEC 3600U
+#define PIDLOCK_DEFAULT_RETRY_MS 100U
+#define PIDLOCK_DEFAULT_GRACE_MS 200U
+#define PIDLOCK_DEFAULT_MODE 0644U
+/** Longest tag in bytes, without the terminating NUL. */
+#define PIDLOCK_TAG_MAX 255
+
+/** What pidlock_inspect() or a failed acquire found at a path. */
+enum pidlock_state {
+	/** No file at the path: anybody may take it. */
+	PIDLOCK_STATE_FREE = 0,
+	/** A process holds a kernel lock on the file at the path. */
+	PIDLOCK_STATE_HELD = 1,
+	/** A spec-only holder: complete content, no kernel lock, not stale. */
+	PIDLOCK_STATE_HELD_SPEC = 2,
+	/** A file no process holds a kernel lock on, written by a kernel-lock
+	 * locker that is gone (crashed, or released with PIDLOCK_KEEP_FILE),
+	 * or with incomplete content. Free for kernel-lock lockers; spec-only
+	 * peers see it as held until it is stale. */
+	PIDLOCK_STATE_ABANDONED = 3,
+	/** A spec-only lock past its stale timeout whose pid is not alive. */
+	PIDLOCK_STATE_STALE = 4,
+	/** The file exists but could not be read or checked. */
+	PIDLOCK_STATE_UNREADABLE = 5,
+};
+
+/** Details of a lock file.  Strings are NUL-terminated and cleaned. */
+struct pidlock_info {
+	enum pidlock_state state;
+	/** pid from the content (pid= line, else a bare first-line pid); 0 if none. */
+	pid_t pid;
+	/** 1 if pid names a live process, 0 if not, -1 if unknown. */
+	int pid_alive;
+	/** Whether the content has a parsable timestamp= line. */
+	int has_timestamp;
+	/** timestamp= value in Unix seconds. */
+	int64_t timestamp;
+	/** PIDLOCK_KIND_* bits the kernel reports held on the file. */
+	unsigned int kernel_locks;
+	/** PIDLOCK_KIND_* bits named by the file's lock= marker; 0 if none. */
+	unsigned int marker;
+	/** pid the kernel names for a lock (/proc/locks); 0 if unknown. */
+	pid_t kernel_pid;
+	/** The file's modification time, Unix seconds. */
+	int64_t mtime;
+	/** errno of the failure, for PIDLOCK_STATE_UNREADABLE. */
+	int error;
+	/** Content of the tag= line, cleaned of control characters. */
+	char tag[PIDLOCK_TAG_MAX + 1];
+	/** Reserved for later versions; zero. */
+	uint32_t reserved[8];
+};
+
+int pidlock_new(struct pidlock **lockp, const char *path, unsigned int flags);
+void pidlock_free(struct pidlock *lock);
+
+int pidlock_set_tag(struct pidlock *lock, const char *tag);
+int pidlock_set_mode(struct pidlock *lock, mode_t mode);
+int pidlock_set_stale_timeout(struct pidlock *lock, unsigned int seconds);
+int pidlock_set_retry_interval(struct pidlock *lock, unsigned int ms);
+int pidlock_set_grace(struct pidlock *lock, unsigned int ms);
+
+int pidlock_acquire(struct pidlock *lock, int timeout_ms);
+int pidlock_release(struct pidlock *lock);
+int pidlock_close(struct pidlock *lock);
+int pidlock_refresh(struct pidlock *lock);
+int pidlock_verify(struct pidlock *lock);
+int pidlock_fd(const struct pidlock *lock);
+const char *pidlock_path(const struct pidlock *lock);
+int pidlock_holder(const struct pidlock *lock, struct pidlock_info *info);
+
+int pidlock_inspect(const char *path, struct pidlock_info *info,
+		    unsigned int stale_sec);
+const char *pidlock_state_name(enum pidlock_state state);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PIDLOCK_H */

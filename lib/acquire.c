@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* pidlock_acquire(): the loop over create, take over, and wait. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* How often a failed O_TMPFILE set-up or a contended temp name retries. */
+#define CREATE_RETRIES 8
+
+/*
+ * A world-writable directory without the sticky bit lets anybody delete
+ * or replace the lock file, which breaks every guarantee: refuse it.
+ * Checked once per handle; the directory may not exist at pidlock_new().
+ */
+static int check_dir(struct pidlock *lock)
+{
+	struct stat st;
+
+	if (lock->dir_checked)
+		return 0;
+	if (stat(lock->dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if ((st.st_mode & (S_IWOTH | S_ISVTX)) == S_IWOTH)
+		return -EPERM;
+	lock->dir_checked = true;
+	return 0;
+}
+
+/*
+ * Between tries.  A descriptor kept from a try (a kernel-lock holder)
+ * gets its inode watched for the holder's close; the first time, we
+ * retry at once instead of waiting, because the release may have come
+ * before the watch did.  The directory watch sees the name go away.
+ */
+static int wait_busy(struct pidlock *lock, struct watch *w, int *fdp,
+		     int64_t deadline)
+{
+	int64_t left = deadline < 0 ? lock->retry_ms : deadline - now_ms();
+	struct stat st;
+	int r;
+
+	if (left <= 0)
+		return -ETIMEDOUT;
+	if (w->ifd == -2)
+		watch_init(w, lock->dir);
+	if (*fdp >= 0 && w->file_wd < 0 && w->ifd >= 0) {
+		r = watch_file(w, lock->path, WATCH_RELEASE);
+		if (r == 0)
+			r = same_inode(lock->path, *fdp, &st);
+		if (r != 0)
+			drop_kept(w, fdp);
+		return 0;
+	}
+	r = watch_wait(w, lock->base, left, lock->retry_ms);
+	if (r < 0)
+		return r;
+	if (*fdp >= 0 && same_inode(lock->path, *fdp, &st) != 0)
+		drop_kept(w, fdp);
+	return 0;
+}
+
+static int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
+			int *fdp)
+{
+	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	int retries = 0;
+
+	for (;;) {
+		int r;
+
+		if (*fdp < 0) {
+			r = create_publish(lock);
+			if (r == 0)
+				return 0;
+			if (r == -EAGAIN && retries++ < CREATE_RETRIES)
+				continue;
+			if (r != -EEXIST)
+				return r;
+		}
+		r = try_existing(lock, timeout_ms < 0, fdp);
+		if (r < 0)
+			return r;
+		if (r == TRY_HELD_BY_US)
+			return 0;
+		if (r == TRY_AGAIN)
+			continue;
+		if (timeout_ms == 0)
+			return -EWOULDBLOCK;
+		r = wait_busy(lock, w, fdp, deadline);
+		if (r < 0)
+			return r;
+	}
+}
+
+PIDLOCK_EXPORT int pidlock_acquire(struct pidlock *lock, int timeout_ms)
+{
+	struct watch w = { .ifd = -2, .file_wd = -1, .dir_wd = -1 };
+	int fd = -1;
+	int r;
+
+	if (!lock)
+		return -EINVAL;
+	if (lock->fd >= 0)
+		return -EALREADY;
+	r = check_dir(lock);
+	if (r < 0)
+		return r;
+	lock->have_holder = false;
+	r = acquire_loop(lock, timeout_ms, &w, &fd);
+	drop_kept(&w, &fd);
+	watch_close(&w);
+	return r;
+}

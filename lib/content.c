@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The lock file's content: key=value lines as the File-Based Semaphore
+ * Protocol v1.0 defines them, plus our lock= marker.  Parsing follows the
+ * spec's reference readers (split on LF, trim, first '=' splits, unknown
+ * keys ignored, last duplicate wins) so that we classify a file the way
+ * they do.  Nothing here touches the file system.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+static char *put_str(char *p, const char *s)
+{
+	size_t n = strlen(s);
+
+	memcpy(p, s, n);
+	return p + n;
+}
+
+/* snprintf costs more than the rest of the record; this runs per cycle. */
+static char *put_u64(char *p, uint64_t v)
+{
+	char tmp[24];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+static const char *kinds_text(unsigned int kinds)
+{
+	if (kinds == KINDS_ALL)
+		return "flock,ofd";
+	return kinds == PIDLOCK_KIND_FLOCK ? "flock" : "ofd";
+}
+
+size_t content_format(char *buf, size_t size, pid_t pid, int64_t now,
+		      const char *tag, unsigned int kinds, bool plain_pid)
+{
+	char *p = buf;
+
+	/* Worst case: 2 pids, a timestamp, a full tag, keys: fits the buffer. */
+	if (size < CONTENT_BUF_MAX)
+		return 0;
+	if (plain_pid) {
+		p = put_u64(p, (uint64_t)pid);
+		*p++ = '\n';
+	}
+	p = put_str(p, "pid=");
+	p = put_u64(p, (uint64_t)pid);
+	p = put_str(p, "\ntimestamp=");
+	p = put_u64(p, (uint64_t)(now < 0 ? 0 : now));
+	*p++ = '\n';
+	if (tag && tag[0]) {
+		p = put_str(p, "tag=");
+		p = put_str(p, tag);
+		*p++ = '\n';
+	}
+	p = put_str(p, "lock=");
+	p = put_str(p, kinds_text(kinds));
+	*p++ = '\n';
+	return (size_t)(p - buf);
+}
+
+/* A pid is 1..INT_MAX in plain decimal; "0", "-1", "12abc" are not. */
+static pid_t parse_pid(const char *s, const char *end)
+{
+	long long v = 0;
+
+	if (s == end)
+		return 0;
+	for (; s < end; s++) {
+		if (*s < '0' || *s > '9')
+			return 0;
+		v = v * 10 + (*s - '0');
+		if (v > INT_MAX)
+			return 0;
+	}
+	return (pid_t)v;
+}
+
+static bool parse_timestamp(const char *s, const char *end, int64_t *out)
+{
+	uint64_t v = 0;
+
+	if (s == end)
+		return false;
+	for (; s < end; s++) {
+		unsigned int d = (unsigned int)(*s - '0');
+
+		if (d > 9)
+			return false;
+		if (v > ((uint64_t)INT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	*out = (int64_t)v;
+	return true;
+}
+
+static bool token_is(const char *s, const char *end, const char *word)
+{
+	size_t n = strlen(word);
+
+	return (size_t)(end - s) == n && memcmp(s, word, n) == 0;
+}
+
+/* "flock,ofd" -> bits; tokens this version does not know are ignored. */
+static unsigned int parse_kinds(const char *s, const char *end)
+{
+	unsigned int kinds = 0;
+
+	while (s < end) {
+		const char *comma = memchr(s, ',', (size_t)(end - s));
+		const char *te = comma ? comma : end;
+
+		if (token_is(s, te, "flock"))
+			kinds |= PIDLOCK_KIND_FLOCK;
+		else if (token_is(s, te, "ofd"))
+			kinds |= PIDLOCK_KIND_OFD;
+		s = comma ? comma + 1 : end;
+	}
+	return kinds;
+}
+
+static bool is_space(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' ||
+	       ch == '\f';
+}
+
+static void parse_line(const char *s, const char *end, bool first,
+		       struct content *c)
+{
+	const char *eq;
+
+	while (s < end && is_space(*s))
+		s++;
+	while (end > s && is_space(end[-1]))
+		end--;
+	eq = memchr(s, '=', (size_t)(end - s));
+	if (!eq) {
+		/* libbsd pidfile(3), liblockfile and PIDLOCK_PLAIN_PID. */
+		if (first)
+			c->bare_pid = parse_pid(s, end);
+		return;
+	}
+	if (token_is(s, eq, "pid")) {
+		c->pid = parse_pid(eq + 1, end);
+	} else if (token_is(s, eq, "timestamp")) {
+		c->has_timestamp = parse_timestamp(eq + 1, end, &c->timestamp);
+	} else if (token_is(s, eq, "tag")) {
+		clean_tag(c->tag, sizeof(c->tag), eq + 1, (size_t)(end - eq - 1));
+	} else if (token_is(s, eq, "lock")) {
+		c->marker = parse_kinds(eq + 1, end);
+	}
+}
+
+void content_parse(const char *data, size_t len, struct content *c)
+{
+	const char *p = data;
+	const char *end = data + len;
+	bool first = true;
+
+	memset(c, 0, sizeof(*c));
+	/* We never write a BOM; one reference reader trims it, so do we. */
+	if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+		p += 3;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		const char *q = p;
+
+		while (q < le && is_space(*q))
+			q++;
+		if (q < le) {
+			parse_line(p, le, first, c);
+			first = false;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	if (!c->has_timestamp)
+		c->timestamp = 0;
+}
+
+bool content_is_spec(const struct content *c)
+{
+	return c->pid > 0 && c->has_timestamp;
+}
+
+/* Length of the valid UTF-8 sequence at s, or 0 if it is not one. */
+static size_t utf8_len(const unsigned char *s, size_t avail)
+{
+	unsigned char b = s[0];
+	unsigned char lo = 0x80, hi = 0xBF;
+	size_t n, i;
+
+	if (b < 0x80)
+		return 1;
+	if (b >= 0xC2 && b <= 0xDF)
+		n = 2;
+	else if (b >= 0xE0 && b <= 0xEF)
+		n = 3;
+	else if (b >= 0xF0 && b <= 0xF4)
+		n = 4;
+	else
+		return 0;
+	/* Reject overlong forms, surrogates and code points past U+10FFFF. */
+	if (b == 0xE0)
+		lo = 0xA0;
+	else if (b == 0xED)
+		hi = 0x9F;
+	else if (b == 0xF0)
+		lo = 0x90;
+	else if (b == 0xF4)
+		hi = 0x8F;
+	if (avail < n || s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xBF)
+			return 0;
+	return n;
+}
+
+static bool is_control(const unsigned char *s, size_t n)
+{
+	if (n == 1)
+		return s[0] < 0x20 || s[0] == 0x7F;
+	return n == 2 && s[0] == 0xC2 && s[1] < 0xA0; /* C1: U+0080..U+009F */
+}
+
+/*
+ * Copy a tag keeping valid UTF-8 only: control characters (which could
+ * forge lines or terminal escapes) and invalid bytes become '?'.  Cuts at
+ * a character boundary so the result stays valid.
+ */
+void clean_tag(char *dst, size_t size, const char *src, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t i = 0, o = 0;
+
+	if (!size)
+		return;
+	while (i < len) {
+		size_t n = utf8_len(s + i, len - i);
+		bool bad = n == 0 || is_control(s + i, n);
+		size_t out = bad ? 1 : n;
+
+		if (o + out > size - 1)
+			break;
+		if (bad)
+			dst[o] = '?';
+		else
+			memcpy(dst + o, s + i, n);
+		o += out;
+		i += n ? n : 1;
+	}
+	dst[o] = '\0';
+}

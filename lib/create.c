@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Acquire steps 1 and 2: write and lock the record on a file nobody can
+ * see yet, then publish it at the path with a link that fails if the
+ * name exists.  A spec-only reader therefore never sees our file empty
+ * or half written, and the file is locked before it has a name.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+enum { LINK_EMPTY_PATH = 0, LINK_PROC, LINK_NAMED };
+
+#define OPEN_FLAGS (O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY)
+
+static unsigned int tmp_counter;
+
+static int open_unnamed(struct pidlock *lock)
+{
+	int fd = open(lock->dir, O_TMPFILE | OPEN_FLAGS, lock->mode);
+
+	if (fd >= 0)
+		return fd;
+	/* No O_TMPFILE on this file system (or kernel): use a named file. */
+	if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) {
+		lock->link_mode = LINK_NAMED;
+		return -EAGAIN;
+	}
+	return -errno;
+}
+
+/*
+ * The name starts with TMP_PREFIX (never "<basename>.*.tmp", which a
+ * spec peer's cleanup deletes) and is found again by that prefix and
+ * its inode if we crash between link() and unlink(); see existing.c.
+ */
+static int open_named(struct pidlock *lock, char *name, size_t size)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		unsigned int n = __atomic_fetch_add(&tmp_counter, 1,
+						    __ATOMIC_RELAXED);
+		int len = snprintf(name, size, "%s/" TMP_PREFIX "%ld-%u-%lx",
+				   lock->dir, (long)getpid(), n,
+				   (unsigned long)now_ms());
+		int fd;
+
+		if (len < 0 || (size_t)len >= size)
+			return -ENAMETOOLONG;
+		fd = open(name, O_CREAT | O_EXCL | OPEN_FLAGS, lock->mode);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+/* Only litter can be left if this fails; the error that got us here
+ * is the one worth reporting. */
+static void discard_tmp(const char *tmp)
+{
+	if (unlink(tmp) < 0 && errno != ENOENT)
+		return;
+}
+
+static int publish_proc(struct pidlock *lock, int fd)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, lock->path, AT_SYMLINK_FOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH on most kernels; without it
+ * the kernel says ENOENT and we switch to /proc/self/fd for this handle
+ * (a path lookup per cycle, so only when we must).
+ */
+static int publish_unnamed(struct pidlock *lock, int fd)
+{
+	int r;
+
+	if (lock->link_mode == LINK_PROC)
+		return publish_proc(lock, fd);
+	if (linkat(fd, "", AT_FDCWD, lock->path, AT_EMPTY_PATH) == 0)
+		return 0;
+	if (errno != ENOENT && errno != EPERM)
+		return -errno;
+	r = publish_proc(lock, fd);
+	if (r == 0 || r == -EEXIST)
+		lock->link_mode = LINK_PROC;
+	else if (r == -ENOENT && access("/proc/self/fd", F_OK) < 0)
+		lock->link_mode = LINK_NAMED;	/* no /proc: retry named */
+	if (r == -ENOENT && lock->link_mode == LINK_NAMED)
+		return -EAGAIN;
+	return r;
+}
+
+static int publish_named(struct pidlock *lock, const char *tmp)
+{
+	if (link(tmp, lock->path) < 0) {
+		int r = -errno;
+
+		discard_tmp(tmp);
+		return r;
+	}
+	if (unlink(tmp) == 0 || errno == ENOENT)
+		return 0;
+	/* A second name would outlive the lock: give the lock up. */
+	{
+		int r = -errno;
+
+		if (unlink(lock->path) < 0)
+			r = -errno;
+		return r;
+	}
+}
+
+static int prepare(struct pidlock *lock, int fd)
+{
+	pid_t pid = getpid();
+	size_t len = content_format(lock->buf, sizeof(lock->buf), pid,
+				    now_sec(), lock->tag, lock->kinds,
+				    lock->flags & PIDLOCK_PLAIN_PID);
+	int r = write_content(fd, lock->buf, len, 0,
+			      !(lock->flags & PIDLOCK_NO_SYNC));
+	unsigned int busy = 0;
+	struct stat st;
+
+	if (r < 0)
+		return r;
+	/* Nobody can open the file yet, so this cannot be refused. */
+	r = klock_take(fd, lock->kinds, false, &busy);
+	if (r < 0)
+		return r == -EWOULDBLOCK ? -EAGAIN : r;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	lock->dev = st.st_dev;
+	lock->ino = st.st_ino;
+	lock->writer = pid;
+	lock->written = len;
+	return 0;
+}
+
+/* Returns 0 (held), -EEXIST (the path exists), -EAGAIN or -errno. */
+int create_publish(struct pidlock *lock)
+{
+	char tmp[PATH_BUF];
+	bool named = lock->link_mode == LINK_NAMED;
+	int fd = named ? open_named(lock, tmp, sizeof(tmp))
+		       : open_unnamed(lock);
+	int r;
+
+	if (fd < 0)
+		return fd;
+	r = prepare(lock, fd);
+	if (r < 0 && named)
+		discard_tmp(tmp);
+	else if (r == 0)
+		r = named ? publish_named(lock, tmp) : publish_unnamed(lock, fd);
+	if (r < 0) {
+		close_keep_errno(fd);
+		return r;
+	}
+	lock->fd = fd;
+	return 0;
+}

@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Acquire step 3: the path exists.  Open it without following links or
+ * blocking, take the kernel locks, check that the path still names the
+ * inode we locked, then read the record and decide whether its writer
+ * still holds the lock (see doc/protocol.md, rules A-C).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define OPEN_EXISTING (O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+
+int check_type(mode_t mode)
+{
+	if (S_ISREG(mode))
+		return 0;
+	if (S_ISLNK(mode))
+		return -ELOOP;
+	return S_ISDIR(mode) ? -EISDIR : -EINVAL;
+}
+
+/*
+ * Like fs.protected_regular, for root daemons in /tmp: a file somebody
+ * else planted in a world-writable sticky directory is not ours to
+ * write into, even if we could.
+ */
+static int check_owner(const struct pidlock *lock, const struct stat *st)
+{
+	struct stat dst;
+
+	if (st->st_uid == geteuid())
+		return 0;
+	if (stat(lock->dir, &dst) < 0)
+		return -errno;
+	if ((dst.st_mode & (S_IWOTH | S_ISVTX)) == (S_IWOTH | S_ISVTX) &&
+	    st->st_uid != dst.st_uid)
+		return -EPERM;
+	return 0;
+}
+
+/* 0: the path names fd's inode; 1: it does not (or is gone). */
+int same_inode(const char *path, int fd, struct stat *st)
+{
+	struct stat lst;
+
+	if (fstat(fd, st) < 0)
+		return -errno;
+	if (lstat(path, &lst) < 0)
+		return errno == ENOENT ? 1 : -errno;
+	return lst.st_dev != st->st_dev || lst.st_ino != st->st_ino;
+}
+
+static int open_existing(const char *path)
+{
+	struct stat lst;
+	int fd, r;
+
+	/* Refuse FIFOs and devices before open(2) can have side effects. */
+	if (lstat(path, &lst) < 0)
+		return -errno;
+	r = check_type(lst.st_mode);
+	if (r < 0)
+		return r;
+	fd = open(path, OPEN_EXISTING);
+	if (fd >= 0)
+		return fd;
+	return errno == ENXIO ? -EINVAL : -errno;
+}
+
+/*
+ * nlink > 1 with our marker: a named-temp publisher died between link()
+ * and unlink().  Drop that temp name (found by prefix and inode) so the
+ * lock is not refused forever.  Any other extra link is refused: it may
+ * be a hard link planted to make us write somebody else's file.
+ */
+static int repair_links(const struct pidlock *lock, int fd,
+			const struct content *c, struct stat *st)
+{
+	DIR *d;
+	struct dirent *de;
+	int dfd, r = 0;
+
+	if (!c->marker)
+		return -EMLINK;
+	d = opendir(lock->dir);
+	if (!d)
+		return -errno;
+	dfd = dirfd(d);
+	while ((de = readdir(d))) {
+		struct stat tst;
+
+		if (strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) != 0 ||
+		    de->d_ino != st->st_ino)
+			continue;
+		if (fstatat(dfd, de->d_name, &tst, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    tst.st_dev != st->st_dev || tst.st_ino != st->st_ino)
+			continue;
+		if (unlinkat(dfd, de->d_name, 0) < 0 && errno != ENOENT)
+			r = -errno;
+	}
+	closedir(d);
+	if (r < 0)
+		return r;
+	if (fstat(fd, st) < 0)
+		return -errno;
+	return st->st_nlink == 1 ? 0 : -EMLINK;
+}
+
+static void note_holder(struct pidlock *lock, enum pidlock_state state,
+			unsigned int kernel, const struct content *c,
+			const struct stat *st)
+{
+	fill_info(&lock->holder, state, kernel, c, st);
+	lock->holder_dev = st->st_dev;
+	lock->holder_ino = st->st_ino;
+	lock->have_holder = true;
+}
+
+static void note_kernel_holder(struct pidlock *lock, int fd, unsigned int busy)
+{
+	char buf[CONTENT_READ_MAX];
+	struct content c;
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(fd, &st) < 0)
+		return;
+	n = read_bounded(fd, buf, sizeof(buf));
+	content_parse(buf, n > 0 ? (size_t)n : 0, &c);
+	note_holder(lock, PIDLOCK_STATE_HELD, busy, &c, &st);
+}
+
+static bool spec_is_stale(const struct pidlock *lock, const struct content *c)
+{
+	int64_t age = now_sec() - c->timestamp;
+
+	/* Spec command-line tools record a pid that exits at once, so a
+	 * dead pid alone never makes a lock stale; age alone neither. */
+	return age > (int64_t)lock->stale_sec && !pid_alive(c->pid);
+}
+
+static int read_record(int fd, struct content *c)
+{
+	char buf[CONTENT_READ_MAX];
+	ssize_t n = read_bounded(fd, buf, sizeof(buf));
+
+	if (n < 0)
+		return (int)n;
+	content_parse(buf, (size_t)n, c);
+	return 0;
+}
+
+/*
+ * The record is incomplete: it may be a spec-only peer between its
+ * O_EXCL create and its write.  Watch for that write until the grace
+ * period, counted from the file's mtime, is over; *c is then the
+ * latest record.
+ */
+static int wait_for_writer(struct pidlock *lock, int fd,
+			   const struct stat *st, struct content *c)
+{
+	int64_t left = grace_left_ms(st, lock->grace_ms);
+	int64_t until = now_ms() + left;
+	struct watch w;
+	int r = 0;
+
+	if (left <= 0)
+		return 0;
+	watch_init(&w, NULL);
+	watch_file(&w, lock->path, WATCH_WRITES);
+	for (;;) {
+		r = read_record(fd, c);
+		if (r < 0 || c->marker || content_is_spec(c))
+			break;
+		left = until - now_ms();
+		if (left <= 0)
+			break;
+		r = watch_wait(&w, NULL, left, GRACE_POLL_MS);
+		if (r < 0)
+			break;
+	}
+	watch_close(&w);
+	return r < 0 ? r : 0;
+}
+
+static int takeover(struct pidlock *lock, int fd, const struct stat *st)
+{
+	pid_t pid = getpid();
+	size_t len = content_format(lock->buf, sizeof(lock->buf), pid,
+				    now_sec(), lock->tag, lock->kinds,
+				    lock->flags & PIDLOCK_PLAIN_PID);
+	int r = write_content(fd, lock->buf, len, (size_t)st->st_size,
+			      !(lock->flags & PIDLOCK_NO_SYNC));
+
+	if (r < 0)
+		return r;
+	lock->fd = fd;
+	lock->dev = st->st_dev;
+	lock->ino = st->st_ino;
+	lock->writer = pid;
+	lock->written = len;
+	return TRY_HELD_BY_US;
+}
+
+/* We hold our kernel locks on the file at the path: whose is it? */
+static int decide(struct pidlock *lock, int fd, struct stat *st)
+{
+	unsigned int others = KINDS_ALL & ~lock->kinds, busy = 0;
+	struct content c;
+	int r = read_record(fd, &c);
+
+	if (r == 0 && st->st_nlink != 1)
+		r = repair_links(lock, fd, &c, st);
+	/* Rule C: incomplete content waits out the grace, then is ours. */
+	if (r == 0 && !c.marker && !content_is_spec(&c))
+		r = wait_for_writer(lock, fd, st, &c);
+	if (r < 0)
+		return r;
+	/* Rule B: a spec-only holder holds no kernel lock; only staleness
+	 * (old AND dead) frees it. */
+	if (!c.marker && content_is_spec(&c) && !spec_is_stale(lock, &c)) {
+		note_holder(lock, PIDLOCK_STATE_HELD_SPEC, 0, &c, st);
+		return TRY_BUSY;
+	}
+	/* Rule A, and any takeover: a locker of the kind we did not take
+	 * (another flag set, or the other peer family) may still hold it. */
+	if (others) {
+		r = klock_test(fd, others, &busy);
+		if (r < 0)
+			return r;
+		if (busy) {
+			note_holder(lock, PIDLOCK_STATE_HELD, busy, &c, st);
+			return TRY_BUSY;
+		}
+	}
+	return takeover(lock, fd, st);
+}
+
+static int lock_and_check(struct pidlock *lock, int fd, bool wait,
+			  unsigned int *busy)
+{
+	struct stat st;
+	int r;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	r = check_type(st.st_mode);
+	if (r == 0)
+		r = check_owner(lock, &st);
+	if (r == 0)
+		r = klock_take(fd, lock->kinds, wait, busy);
+	if (r < 0)
+		return r;
+	/* The inode check: a holder may have unlinked or replaced the file
+	 * after we opened it; then what we locked is not the lock. */
+	r = same_inode(lock->path, fd, &st);
+	if (r != 0)
+		return r < 0 ? r : TRY_AGAIN;
+	return decide(lock, fd, &st);
+}
+
+/*
+ * *fdp: a descriptor kept from an earlier busy try, or -1.  On TRY_BUSY
+ * for a kernel-lock holder without waiting, the descriptor is handed
+ * back in *fdp so the wait can watch that inode; otherwise it is closed
+ * or owned by the lock.
+ */
+int try_existing(struct pidlock *lock, bool wait, int *fdp)
+{
+	unsigned int busy = 0;
+	int fd = *fdp;
+	int r;
+
+	*fdp = -1;
+	if (fd < 0) {
+		fd = open_existing(lock->path);
+		if (fd == -ENOENT)
+			return TRY_AGAIN;
+		if (fd < 0)
+			return fd;
+	}
+	r = lock_and_check(lock, fd, wait, &busy);
+	if (r == -EWOULDBLOCK) {
+		note_kernel_holder(lock, fd, busy);
+		*fdp = fd;
+		return TRY_BUSY;
+	}
+	if (r != TRY_HELD_BY_US)
+		close_keep_errno(fd);
+	return r;
+}

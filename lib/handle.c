@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The handle: creation, settings, accessors. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define KIND_FLAGS (PIDLOCK_FLOCK_ONLY | PIDLOCK_OFD_ONLY)
+#define ALL_FLAGS (KIND_FLAGS | PIDLOCK_NO_SYNC | PIDLOCK_PLAIN_PID | \
+		   PIDLOCK_KEEP_FILE)
+
+/* The path must name a file in a directory: not "", not "dir/", not
+ * "." or "..", and it must fit PATH_MAX with its temp-file siblings. */
+int check_path(const char *path)
+{
+	const char *base;
+	size_t len;
+
+	if (!path || !path[0])
+		return -EINVAL;
+	len = strlen(path);
+	if (len >= PATH_MAX)
+		return -ENAMETOOLONG;
+	if (path[len - 1] == '/')
+		return -EISDIR;
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if (strlen(base) > NAME_MAX)
+		return -ENAMETOOLONG;
+	if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+		return -EISDIR;
+	return 0;
+}
+
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return strdup(".");
+	if (slash == path)
+		return strdup("/");
+	return strndup(path, (size_t)(slash - path));
+}
+
+PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
+			       unsigned int flags)
+{
+	struct pidlock *lock;
+	int r;
+
+	if (!lockp)
+		return -EINVAL;
+	*lockp = NULL;
+	r = check_path(path);
+	if (r < 0)
+		return r;
+	if ((flags & ~ALL_FLAGS) || (flags & KIND_FLAGS) == KIND_FLAGS)
+		return -EINVAL;
+	lock = calloc(1, sizeof(*lock));
+	if (!lock)
+		return -ENOMEM;
+	lock->path = strdup(path);
+	lock->dir = dir_of(path);
+	if (!lock->path || !lock->dir) {
+		pidlock_free(lock);
+		return -ENOMEM;
+	}
+	lock->base = strrchr(lock->path, '/');
+	lock->base = lock->base ? lock->base + 1 : lock->path;
+	lock->flags = flags;
+	lock->kinds = flags & PIDLOCK_FLOCK_ONLY ? PIDLOCK_KIND_FLOCK
+		    : flags & PIDLOCK_OFD_ONLY ? PIDLOCK_KIND_OFD : KINDS_ALL;
+	lock->mode = PIDLOCK_DEFAULT_MODE;
+	lock->stale_sec = PIDLOCK_DEFAULT_STALE_SEC;
+	lock->retry_ms = PIDLOCK_DEFAULT_RETRY_MS;
+	lock->grace_ms = PIDLOCK_DEFAULT_GRACE_MS;
+	lock->fd = -1;
+	*lockp = lock;
+	return 0;
+}
+
+PIDLOCK_EXPORT void pidlock_free(struct pidlock *lock)
+{
+	if (!lock)
+		return;
+	if (lock->fd >= 0)
+		(void)pidlock_release(lock);
+	free(lock->path);
+	free(lock->dir);
+	free(lock);
+}
+
+PIDLOCK_EXPORT int pidlock_set_tag(struct pidlock *lock, const char *tag)
+{
+	if (!lock)
+		return -EINVAL;
+	if (!tag)
+		tag = "";
+	clean_tag(lock->tag, sizeof(lock->tag), tag, strlen(tag));
+	return 0;
+}
+
+PIDLOCK_EXPORT int pidlock_set_mode(struct pidlock *lock, mode_t mode)
+{
+	if (!lock || (mode & ~(mode_t)0666))
+		return -EINVAL;
+	lock->mode = mode;
+	return 0;
+}
+
+PIDLOCK_EXPORT int pidlock_set_stale_timeout(struct pidlock *lock,
+					     unsigned int seconds)
+{
+	if (!lock || seconds == 0)
+		return -EINVAL;
+	lock->stale_sec = seconds;
+	return 0;
+}
+
+PIDLOCK_EXPORT int pidlock_set_retry_interval(struct pidlock *lock,
+					      unsigned int ms)
+{
+	if (!lock || ms == 0 || ms > INT_MAX)
+		return -EINVAL;
+	lock->retry_ms = ms;
+	return 0;
+}
+
+PIDLOCK_EXPORT int pidlock_set_grace(struct pidlock *lock, unsigned int ms)
+{
+	if (!lock || ms > PIDLOCK_GRACE_MAX_MS)
+		return -EINVAL;
+	lock->grace_ms = ms;
+	return 0;
+}
+
+PIDLOCK_EXPORT int pidlock_fd(const struct pidlock *lock)
+{
+	if (!lock)
+		return -EINVAL;
+	return lock->fd >= 0 ? lock->fd : -ENOLCK;
+}
+
+PIDLOCK_EXPORT const char *pidlock_path(const struct pidlock *lock)
+{
+	return lock ? lock->path : NULL;
+}

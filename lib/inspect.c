@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* pidlock_inspect() and the holder report: read, never lock. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/*
+ * The classification of doc/protocol.md, shared by inspect and by an
+ * acquire that found the lock busy.  `state` is the caller's verdict
+ * when it already knows one (an acquire does), else computed here.
+ */
+void fill_info(struct pidlock_info *info, enum pidlock_state state,
+	       unsigned int kernel, const struct content *c,
+	       const struct stat *st)
+{
+	memset(info, 0, sizeof(*info));
+	info->state = state;
+	info->pid = c->pid ? c->pid : c->bare_pid;
+	info->pid_alive = info->pid > 0 ? pid_alive(info->pid) : -1;
+	info->has_timestamp = c->has_timestamp;
+	info->timestamp = c->timestamp;
+	info->kernel_locks = kernel;
+	info->marker = c->marker;
+	info->mtime = (int64_t)st->st_mtim.tv_sec;
+	memcpy(info->tag, c->tag, sizeof(info->tag));
+}
+
+static enum pidlock_state classify(unsigned int kernel,
+				   const struct content *c,
+				   const struct stat *st, unsigned int stale_sec)
+{
+	if (kernel)
+		return PIDLOCK_STATE_HELD;
+	if (c->marker)
+		return PIDLOCK_STATE_ABANDONED;
+	if (content_is_spec(c)) {
+		if (now_sec() - c->timestamp > (int64_t)stale_sec &&
+		    !pid_alive(c->pid))
+			return PIDLOCK_STATE_STALE;
+		return PIDLOCK_STATE_HELD_SPEC;
+	}
+	/* Possibly a spec-only writer between create and write. */
+	if (grace_left_ms(st, PIDLOCK_DEFAULT_GRACE_MS) > 0)
+		return PIDLOCK_STATE_HELD_SPEC;
+	return PIDLOCK_STATE_ABANDONED;
+}
+
+/* /proc/locks sees flock and OFD holders; without /proc, ask F_OFD_GETLK
+ * (flock then stays unknown: testing it would mean taking it). */
+static unsigned int kernel_locks(int fd, const struct stat *st, pid_t *kpid)
+{
+	int k = klock_proc(st->st_dev, st->st_ino, kpid);
+
+	if (k >= 0 || fd < 0)
+		return k >= 0 ? (unsigned int)k : 0;
+	k = klock_query_ofd(fd, kpid);
+	return k > 0 ? (unsigned int)k : 0;
+}
+
+static int unreadable(struct pidlock_info *info, const struct stat *st,
+		      int error)
+{
+	struct content none;
+	pid_t kpid = 0;
+	unsigned int k = kernel_locks(-1, st, &kpid);
+
+	memset(&none, 0, sizeof(none));
+	fill_info(info, k ? PIDLOCK_STATE_HELD : PIDLOCK_STATE_UNREADABLE, k,
+		  &none, st);
+	info->kernel_pid = kpid;
+	info->error = error;
+	return 0;
+}
+
+PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
+				   unsigned int stale_sec)
+{
+	char buf[CONTENT_READ_MAX];
+	struct content c;
+	struct stat st;
+	pid_t kpid = 0;
+	unsigned int k;
+	ssize_t n;
+	int fd, r;
+
+	if (!info)
+		return -EINVAL;
+	memset(info, 0, sizeof(*info));
+	info->pid_alive = -1;
+	r = check_path(path);
+	if (r < 0)
+		return r;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	r = check_type(st.st_mode);
+	if (r < 0)
+		return r;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0)
+		return unreadable(info, &st, errno);
+	if (fstat(fd, &st) < 0 || (r = check_type(st.st_mode)) < 0) {
+		r = r < 0 ? r : -errno;
+		close_keep_errno(fd);
+		return r;
+	}
+	n = read_bounded(fd, buf, sizeof(buf));
+	if (n < 0) {
+		close_keep_errno(fd);
+		return unreadable(info, &st, (int)-n);
+	}
+	k = kernel_locks(fd, &st, &kpid);
+	close_keep_errno(fd);
+	content_parse(buf, (size_t)n, &c);
+	fill_info(info, classify(k, &c, &st, stale_sec ? stale_sec : PIDLOCK_DEFAULT_STALE_SEC), k, &c, &st);
+	info->kernel_pid = kpid;
+	return 0;
+}
+
+PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,
+				  struct pidlock_info *info)
+{
+	pid_t kpid = 0;
+	int k;
+
+	if (!lock || !info)
+		return -EINVAL;
+	if (!lock->have_holder)
+		return -ENODATA;
+	*info = lock->holder;
+	if (!info->kernel_locks)
+		return 0;
+	/* Only now pay for /proc/locks: the kernel's word on who holds it. */
+	k = klock_proc(lock->holder_dev, lock->holder_ino, &kpid);
+	if (k > 0)
+		info->kernel_pid = kpid;
+	return 0;
+}
+
+PIDLOCK_EXPORT const char *pidlock_state_name(enum pidlock_state state)
+{
+	switch (state) {
+	case PIDLOCK_STATE_FREE:
+		return "free";
+	case PIDLOCK_STATE_HELD:
+		return "held";
+	case PIDLOCK_STATE_HELD_SPEC:
+		return "held-spec";
+	case PIDLOCK_STATE_ABANDONED:
+		return "abandoned";
+	case PIDLOCK_STATE_STALE:
+		return "stale";
+	case PIDLOCK_STATE_UNREADABLE:
+		return "unreadable";
+	}
+	return NULL;
+}

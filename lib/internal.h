@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef PIDLOCK_INTERNAL_H
+#define PIDLOCK_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "pidlock.h"
+
+#define PIDLOCK_EXPORT __attribute__((visibility("default")))
+
+/* Bounded read of a lock file: a record of ours is far shorter. */
+#define CONTENT_READ_MAX 4096
+/* Room for our own record: plain pid, pid, timestamp, tag, marker. */
+#define CONTENT_BUF_MAX (PIDLOCK_TAG_MAX + 128)
+/* Pad a rewrite to the old length only up to this size. */
+#define CONTENT_PAD_MAX 65536
+/* Upper bound of pidlock_set_grace(). */
+#define PIDLOCK_GRACE_MAX_MS 10000U
+/* While waiting out the grace period without inotify, look this often. */
+#define GRACE_POLL_MS 5
+/* Named temp files (no O_TMPFILE) start with this, in the lock's dir. */
+#define TMP_PREFIX ".pidlock-tmp-"
+#define PATH_BUF (PATH_MAX + 64)
+
+#define KINDS_ALL (PIDLOCK_KIND_FLOCK | PIDLOCK_KIND_OFD)
+
+struct pidlock {
+	char *path;
+	char *dir;		/* directory of path, for the temp file */
+	const char *base;	/* last component, points into path */
+	unsigned int flags;
+	unsigned int kinds;	/* PIDLOCK_KIND_* we take */
+	mode_t mode;
+	unsigned int stale_sec;
+	unsigned int retry_ms;
+	unsigned int grace_ms;
+	int fd;			/* >= 0 while held */
+	dev_t dev;		/* of the held file */
+	ino_t ino;
+	pid_t writer;		/* pid this handle last wrote into the file */
+	size_t written;		/* bytes of content last written */
+	int link_mode;		/* how to publish a temp file, see create.c */
+	bool dir_checked;
+	bool have_holder;
+	dev_t holder_dev;	/* file of the holder found by the last try */
+	ino_t holder_ino;
+	struct pidlock_info holder;
+	char tag[PIDLOCK_TAG_MAX + 1];
+	char buf[CONTENT_BUF_MAX];
+};
+
+/* What a parse of lock file content found. */
+struct content {
+	pid_t pid;		/* pid= value, 0 if missing or invalid */
+	pid_t bare_pid;		/* a bare number on the first line, 0 if none */
+	bool has_timestamp;
+	int64_t timestamp;
+	unsigned int marker;	/* PIDLOCK_KIND_* named by lock=, 0 if none */
+	char tag[PIDLOCK_TAG_MAX + 1];
+};
+
+struct watch {
+	int ifd;		/* inotify, -1 if unavailable, -2 not yet made */
+	int dir_wd;
+	int file_wd;
+	ino_t ino;
+};
+
+#define WATCH_NAMES (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
+#define WATCH_WRITES (IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF)
+#define WATCH_RELEASE (IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_ATTRIB | \
+		       IN_DELETE_SELF)
+
+enum try_result { TRY_HELD_BY_US = 1, TRY_BUSY, TRY_AGAIN };
+
+/* content.c */
+size_t content_format(char *buf, size_t size, pid_t pid, int64_t now,
+		      const char *tag, unsigned int kinds, bool plain_pid);
+void content_parse(const char *data, size_t len, struct content *c);
+bool content_is_spec(const struct content *c);
+void clean_tag(char *dst, size_t size, const char *src, size_t len);
+
+/* klock.c */
+int klock_take(int fd, unsigned int kinds, bool wait, unsigned int *busy);
+int klock_test(int fd, unsigned int kinds, unsigned int *held);
+int klock_query_ofd(int fd, pid_t *pid);
+int klock_proc(dev_t dev, ino_t ino, pid_t *pid);
+
+/* io.c */
+ssize_t read_bounded(int fd, char *buf, size_t size);
+int write_content(int fd, const char *buf, size_t len, size_t old_len,
+		  bool sync);
+int64_t now_sec(void);
+int64_t now_ms(void);
+int64_t grace_left_ms(const struct stat *st, unsigned int grace_ms);
+bool pid_alive(pid_t pid);
+void close_keep_errno(int fd);
+
+/* handle.c */
+int check_path(const char *path);
+
+/* create.c */
+int create_publish(struct pidlock *lock);
+
+/* existing.c */
+int check_type(mode_t mode);
+int same_inode(const char *path, int fd, struct stat *st);
+int try_existing(struct pidlock *lock, bool wait, int *fdp);
+
+/* inspect.c */
+void fill_info(struct pidlock_info *info, enum pidlock_state state,
+	       unsigned int kernel, const struct content *c,
+	       const struct stat *st);
+
+/* wait.c */
+void watch_init(struct watch *w, const char *dir);
+int watch_file(struct watch *w, const char *path, uint32_t mask);
+void watch_unfile(struct watch *w);
+int watch_wait(struct watch *w, const char *base, int64_t timeout_ms,
+	       int64_t poll_ms);
+void watch_close(struct watch *w);
+void drop_kept(struct watch *w, int *fdp);
+
+#endif

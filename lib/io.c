@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Small I/O and clock helpers shared by the lock paths. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+ssize_t read_bounded(int fd, char *buf, size_t size)
+{
+	size_t got = 0;
+
+	while (got < size) {
+		ssize_t n = pread(fd, buf + got, size - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+static int pwrite_all(int fd, const char *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pwrite(fd, buf + done, len - done, (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * Replace the content in place without a reader ever seeing a shorter
+ * or torn record: one write of the new record padded with newlines
+ * (ignored by spec parsers) to the old length, so no byte of the old
+ * record survives behind it.  Only a file longer than CONTENT_PAD_MAX
+ * (never one of ours) is cut with ftruncate afterwards.
+ */
+int write_content(int fd, const char *buf, size_t len, size_t old_len,
+		  bool sync)
+{
+	size_t total = old_len > CONTENT_PAD_MAX ? len : old_len;
+	char *padded = NULL;
+	int r;
+
+	if (total > len) {
+		padded = malloc(total);
+		if (!padded)
+			return -ENOMEM;
+		memcpy(padded, buf, len);
+		memset(padded + len, '\n', total - len);
+		buf = padded;
+	} else {
+		total = len;
+	}
+	r = pwrite_all(fd, buf, total);
+	free(padded);
+	if (r < 0)
+		return r;
+	if (old_len > total && ftruncate(fd, (off_t)total) < 0)
+		return -errno;
+	if (sync && fdatasync(fd) < 0)
+		return -errno;
+	return 0;
+}
+
+int64_t now_sec(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
+		return 0;
+	return (int64_t)ts.tv_sec;
+}
+
+int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* EPERM means the process exists but belongs to someone else. */
+bool pid_alive(pid_t pid)
+{
+	if (pid <= 0)
+		return false;
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+void close_keep_errno(int fd)
+{
+	int saved = errno;
+
+	if (fd >= 0)
+		(void)close(fd);
+	errno = saved;
+}
+
+/* How much of the grace period after the file's last write is left.
+ * A future mtime counts as "just written", so the wait stays bounded. */
+int64_t grace_left_ms(const struct stat *st, unsigned int grace_ms)
+{
+	struct timespec ts;
+	int64_t age;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
+		return 0;
+	age = ((int64_t)ts.tv_sec - (int64_t)st->st_mtim.tv_sec) * 1000 +
+	      ((int64_t)ts.tv_nsec - (int64_t)st->st_mtim.tv_nsec) / 1000000;
+	if (age < 0)
+		age = 0;
+	return (int64_t)grace_ms - age;
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Waiting without signals, alarms or timers (a library must not touch
+ * the caller's signal handling): inotify on the lock file and on its
+ * directory wakes a wait at once on a release, and every wait is also
+ * bounded by a poll interval, for file systems that send no events
+ * (NFS changes made by other hosts) or when inotify is unavailable.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+void watch_init(struct watch *w, const char *dir)
+{
+	w->file_wd = -1;
+	w->dir_wd = -1;
+	w->ino = 0;
+	w->ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (w->ifd < 0 || !dir)
+		return;
+	w->dir_wd = inotify_add_watch(w->ifd, dir, WATCH_NAMES | IN_ONLYDIR);
+}
+
+/* Watch the inode now at path (not a symlink's target); 0 or -errno. */
+int watch_file(struct watch *w, const char *path, uint32_t mask)
+{
+	if (w->ifd < 0)
+		return -EBADF;
+	watch_unfile(w);
+	w->file_wd = inotify_add_watch(w->ifd, path, mask | IN_DONT_FOLLOW);
+	return w->file_wd < 0 ? -errno : 0;
+}
+
+void watch_unfile(struct watch *w)
+{
+	/* Fails with EINVAL once the inode is gone, which is just as good;
+	 * any watch left over dies with the inotify descriptor. */
+	if (w->ifd >= 0 && w->file_wd >= 0)
+		(void)inotify_rm_watch(w->ifd, w->file_wd);
+	w->file_wd = -1;
+	w->ino = 0;
+}
+
+void watch_close(struct watch *w)
+{
+	if (w->ifd >= 0)
+		close_keep_errno(w->ifd);
+	w->ifd = -1;
+	w->file_wd = -1;
+	w->dir_wd = -1;
+}
+
+/* Did the queued events touch the file, or the name `base` in the dir? */
+static int drain(struct watch *w, const char *base)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int hit = 0;
+
+	for (;;) {
+		ssize_t n = read(w->ifd, buf, sizeof(buf));
+		const char *p = buf;
+
+		if (n < 0)
+			return errno == EAGAIN ? hit : -errno;
+		while (p < buf + n) {
+			const struct inotify_event *ev = (const void *)p;
+
+			if (ev->wd != w->dir_wd || ev->mask & IN_Q_OVERFLOW ||
+			    (base && ev->len && strcmp(ev->name, base) == 0))
+				hit = 1;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+}
+
+/*
+ * Wait up to timeout_ms for an event on the file or on `base`, never
+ * longer than poll_ms.  Returns 1 on an event, 0 when the time is up,
+ * -EINTR if a signal handler ran (poll(2) is never restarted, whatever
+ * SA_RESTART says).
+ */
+int watch_wait(struct watch *w, const char *base, int64_t timeout_ms,
+	       int64_t poll_ms)
+{
+	int64_t until = now_ms() + (timeout_ms < poll_ms ? timeout_ms : poll_ms);
+
+	for (;;) {
+		struct pollfd pfd = { .fd = w->ifd, .events = POLLIN };
+		int64_t left = until - now_ms();
+		int n, hit;
+
+		if (left <= 0)
+			return 0;
+		n = poll(&pfd, w->ifd >= 0 ? 1 : 0, (int)(left > INT_MAX ? INT_MAX : left));
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		hit = drain(w, base);
+		if (hit)
+			return hit;
+	}
+}
+
+/* Stop watching a kept descriptor, then close it: in that order, so
+ * our own close(2) does not wake the next wait. */
+void drop_kept(struct watch *w, int *fdp)
+{
+	if (*fdp < 0)
+		return;
+	watch_unfile(w);
+	close_keep_errno(*fdp);
+	*fdp = -1;
+}
