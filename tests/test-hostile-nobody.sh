@@ -1,0 +1,34 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Root passes every permission check, so the permission cases of
+# test-hostile prove little as root.  Run them again as nobody, with a
+# file owned by a third user in a sticky world-writable directory for
+# the foreign-owner case (only root can make one).
+set -eu
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "SKIP: not root; test-hostile already ran the permission cases as $(id -un)"
+	exit 77
+fi
+if ! command -v setpriv >/dev/null 2>&1 || ! id nobody >/dev/null 2>&1; then
+	echo "SKIP: needs setpriv(1) and a user nobody"
+	exit 77
+fi
+
+fixture=$(mktemp -d "${TMPDIR:-/tmp}/pidlock-foreign.XXXXXX")
+trap 'rm -rf "$fixture"' EXIT INT TERM
+chmod 1777 "$fixture"
+printf 'pid=2147483646\ntimestamp=1\nlock=flock,ofd\n' >"$fixture/foreign"
+chown 4242:4242 "$fixture/foreign"
+chmod 0666 "$fixture/foreign"
+
+# The scratch directories of the cases go to TMPDIR: it must be one
+# nobody can write.
+tmp=${TMPDIR:-/tmp}
+if ! setpriv --reuid=nobody --regid=nogroup --clear-groups test -w "$tmp"; then
+	tmp=/tmp
+fi
+
+HOSTILE_FOREIGN_DIR=$fixture TMPDIR=$tmp CK_INCLUDE_TAGS=unprivileged \
+	setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	./tests/test-hostile
