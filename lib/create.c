@@ -23,7 +23,10 @@ static unsigned int tmp_counter;
 
 static int open_unnamed(struct pidlock *lock)
 {
-	int fd = open(lock->dir, O_TMPFILE | OPEN_FLAGS, lock->mode);
+	/* O_NOFOLLOW would apply to the directory here and refuse one
+	 * reached through a symlink, such as /var/lock on Debian. */
+	int fd = open(lock->dir, O_TMPFILE | (OPEN_FLAGS & ~O_NOFOLLOW),
+		      lock->mode);
 
 	if (fd >= 0)
 		return fd;
