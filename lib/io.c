@@ -123,6 +123,12 @@ int64_t grace_left_ms(const struct stat *st, unsigned int grace_ms)
 
 	if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
 		return 0;
+	/* Whoever may write the file may set any mtime (tmpfs keeps all
+	 * 64 bits): settle far past and future before the arithmetic. */
+	if (st->st_mtim.tv_sec < ts.tv_sec - (time_t)(grace_ms / 1000) - 1)
+		return 0;
+	if (st->st_mtim.tv_sec > ts.tv_sec)
+		return grace_ms;
 	age = ((int64_t)ts.tv_sec - (int64_t)st->st_mtim.tv_sec) * 1000 +
 	      ((int64_t)ts.tv_nsec - (int64_t)st->st_mtim.tv_nsec) / 1000000;
 	if (age < 0)
