@@ -18,7 +18,7 @@
 
 /* Bytes of each file that a snapshot hashes: enough for any lock file,
  * and it keeps the 1 GiB sparse case cheap. */
-#define HASH_SPAN (1024 * 1024)
+#define HASH_SPAN ((off_t)1024 * 1024)
 
 int hu_fd_count(void)
 {
@@ -187,7 +187,7 @@ static int snap_one(const char *path, const struct stat *st, int type,
 		goto add;
 	}
 	if (S_ISREG(st->st_mode)) {
-		snprintf(extra, sizeof(extra), "size=%lld mtime=%lld.%09ld "
+		hu_fmt(extra, sizeof(extra), "size=%lld mtime=%lld.%09ld "
 			 "ctime=%lld.%09ld hash=%016llx",
 			 (long long)st->st_size, (long long)st->st_mtim.tv_sec,
 			 st->st_mtim.tv_nsec, (long long)st->st_ctim.tv_sec,
@@ -198,7 +198,7 @@ static int snap_one(const char *path, const struct stat *st, int type,
 
 		extra[n > 0 ? n : 0] = '\0';
 	} else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
-		snprintf(extra, sizeof(extra), "rdev=%llx",
+		hu_fmt(extra, sizeof(extra), "rdev=%llx",
 			 (unsigned long long)st->st_rdev);
 	}
 	/* A directory's times change when a temp file comes and goes;
@@ -212,8 +212,11 @@ static int snap_one(const char *path, const struct stat *st, int type,
 add:
 	if (snap_n == snap_cap) {
 		snap_cap = snap_cap ? snap_cap * 2 : 32;
-		snap_lines = realloc(snap_lines, snap_cap * sizeof(*snap_lines));
-		ck_assert(snap_lines != NULL);
+		char **more = realloc(snap_lines,
+				      snap_cap * sizeof(*snap_lines));
+
+		ck_assert(more != NULL);
+		snap_lines = more;
 	}
 	snap_lines[snap_n++] = line;
 	return 0;
@@ -234,6 +237,7 @@ char *hu_snapshot(const char *path)
 	snap_root_len = strlen(path);
 	ck_assert_msg(nftw(path, snap_one, 16, FTW_PHYS) == 0,
 		      "walk %s: %s", path, strerror(errno));
+	ck_assert_msg(snap_n > 0, "nothing at %s", path);
 	qsort(snap_lines, snap_n, sizeof(*snap_lines), cmp_str);
 	for (i = 0; i < snap_n; i++)
 		total += strlen(snap_lines[i]) + 1;
@@ -305,7 +309,7 @@ long hu_pid_max(void)
 
 	ck_assert(f != NULL);
 	ck_assert_int_eq(fscanf(f, "%ld", &v), 1);
-	fclose(f);
+	(void)fclose(f);
 	return v;
 }
 

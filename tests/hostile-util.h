@@ -10,7 +10,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
+
+/* snprintf that fails the test if the result does not fit. */
+#define hu_fmt(buf, size, ...) do { \
+		int hu_n_ = snprintf(buf, size, __VA_ARGS__); \
+		ck_assert(hu_n_ >= 0 && (size_t)hu_n_ < (size_t)(size)); \
+	} while (0)
 
 /* Open descriptors of this process, from /proc/self/fd. */
 int hu_fd_count(void);

@@ -543,7 +543,7 @@ static unsigned long long bytes_read(void)
 	while (fgets(line, sizeof(line), f))
 		if (sscanf(line, "rchar: %llu", &v) == 1)
 			break;
-	fclose(f);
+	(void)fclose(f);
 	return v;
 }
 
@@ -560,6 +560,7 @@ static void make_sparse(const char *head, off_t size)
 }
 
 #define GIB (1024LL * 1024 * 1024)
+#define BIG_TAG ((size_t)100 * 1000)
 
 /* inspect reads a bounded prefix: a 1 GiB file costs what a small one
  * does (counted in bytes read, not time). */
@@ -569,7 +570,7 @@ static void inspect_bounded(enum pidlock_state want)
 	unsigned long long before = bytes_read();
 
 	ck_assert_int_eq(pidlock_inspect(lockpath, &info, 0), 0);
-	ck_assert_uint_lt(bytes_read() - before, 1024 * 1024);
+	ck_assert_uint_lt(bytes_read() - before, 1024ULL * 1024);
 	ck_assert_int_eq(info.state, want);
 }
 
@@ -577,7 +578,7 @@ START_TEST(test_huge_stale)
 {
 	char head[128];
 
-	snprintf(head, sizeof(head), "pid=%d\ntimestamp=%lld\n", (int)dead_pid,
+	hu_fmt(head, sizeof(head), "pid=%d\ntimestamp=%lld\n", (int)dead_pid,
 		 (long long)(now - OLD_AGE));
 	make_sparse(head, GIB);
 	inspect_bounded(STALE);
@@ -599,7 +600,7 @@ START_TEST(test_huge_held)
 	char head[128];
 	struct stat st;
 
-	snprintf(head, sizeof(head), "pid=%d\ntimestamp=%lld\n", (int)getpid(),
+	hu_fmt(head, sizeof(head), "pid=%d\ntimestamp=%lld\n", (int)getpid(),
 		 (long long)now);
 	make_sparse(head, GIB);
 	inspect_bounded(HELD_SPEC);
@@ -643,7 +644,7 @@ START_TEST(test_big_tag_after_record)
 {
 	struct pidlock_info info;
 	size_t len;
-	char *data = big_tag_file(100 * 1000, true, getpid(), now, &len);
+	char *data = big_tag_file(BIG_TAG, true, getpid(), now, &len);
 
 	hu_write_file(lockpath, data, len, 0644);
 	hu_set_mtime(lockpath, now - 60);
@@ -662,7 +663,7 @@ END_TEST
 START_TEST(test_big_tag_after_stale_record)
 {
 	size_t len;
-	char *data = big_tag_file(100 * 1000, true, dead_pid, now - OLD_AGE,
+	char *data = big_tag_file(BIG_TAG, true, dead_pid, now - OLD_AGE,
 				  &len);
 
 	hu_write_file(lockpath, data, len, 0644);
@@ -678,7 +679,7 @@ START_TEST(test_big_tag_before_record)
 {
 	struct pidlock_info info;
 	size_t len;
-	char *data = big_tag_file(100 * 1000, false, getpid(), now, &len);
+	char *data = big_tag_file(BIG_TAG, false, getpid(), now, &len);
 
 	hu_write_file(lockpath, data, len, 0644);
 	hu_set_mtime(lockpath, now - 60);
@@ -726,8 +727,8 @@ START_TEST(test_timestamp_cut_by_bound)
 	size_t len;
 	char *data;
 
-	snprintf(head, sizeof(head), "pid=%d\n", (int)getpid());
-	snprintf(tail, sizeof(tail), "timestamp=%lld", (long long)now);
+	hu_fmt(head, sizeof(head), "pid=%d\n", (int)getpid());
+	hu_fmt(tail, sizeof(tail), "timestamp=%lld", (long long)now);
 	/* "timestamp=17" inside the bound, the rest after it. */
 	data = cut_at_bound(head, tail, strlen("timestamp=17"), &len);
 	content_parse(data, CONTENT_READ_MAX, &c);
@@ -749,7 +750,7 @@ START_TEST(test_pid_cut_by_bound)
 	size_t len;
 	char *data;
 
-	snprintf(head, sizeof(head), "timestamp=%lld\n", (long long)now);
+	hu_fmt(head, sizeof(head), "timestamp=%lld\n", (long long)now);
 	/* "pid=4194303" cut to "pid=4": a different process. */
 	data = cut_at_bound(head, "pid=4194303", strlen("pid=4"), &len);
 	content_parse(data, CONTENT_READ_MAX, &c);
@@ -796,19 +797,17 @@ START_TEST(test_hostile_mtime)
 {
 	char shm[PATH_MAX];
 	const char *where = lockpath;
-	int n;
 
 	hu_write_file(lockpath, "pid=x\n", 6, 0644);
 	mtime_case(lockpath, now + 3600, HELD_SPEC);
 	mtime_case(lockpath, now - 3600, ABANDONED);
 	/* The extremes need a file system that keeps them. */
 	if (shm_base) {
-		n = snprintf(shm, sizeof(shm), "%s/lock", shm_base);
-		ck_assert(n > 0 && n < (int)sizeof(shm));
+		hu_fmt(shm, sizeof(shm), "%s/lock", shm_base);
 		where = shm;
 		hu_write_file(where, "pid=x\n", 6, 0644);
 	} else if (!on_tmpfs(dir)) {
-		fprintf(stderr, "SKIP extreme mtimes: no tmpfs at /dev/shm\n");
+		(void)fprintf(stderr, "SKIP extreme mtimes: no tmpfs at /dev/shm\n");
 		return;
 	}
 	mtime_case(where, INT64_MAX, HELD_SPEC);
@@ -825,7 +824,7 @@ END_TEST
 /* A hostile tag given to the library comes out as one clean line. */
 START_TEST(test_set_tag_hostile)
 {
-	char big[100 * 1000 + 1];
+	char big[BIG_TAG + 1];
 	struct pidlock_info info;
 	struct pidlock *lock;
 	struct content c;

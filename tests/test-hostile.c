@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -99,7 +100,7 @@ static bool is_root(void)
 
 static void skip(const char *why)
 {
-	fprintf(stderr, "SKIP %s\n", why);
+	(void)fprintf(stderr, "SKIP %s\n", why);
 }
 
 /* A record left by a libpidlock holder that is gone: free to take. */
@@ -142,41 +143,75 @@ static void acquire_all(const char *path, int err)
 	}
 }
 
+/* Any event: the file was opened, read, written or changed. */
+#define NEVER_OPENED IN_ALL_EVENTS
+/* Opened (and locked) to be looked at, but never changed. */
+#define NEVER_CHANGED (IN_MODIFY | IN_ATTRIB | IN_MOVE_SELF | IN_DELETE_SELF)
+
+/*
+ * inotify on what is at path (not followed), and for a symlink on what
+ * it leads to, unless that is under /dev where others open it too.
+ */
+static int watch_start(const char *path, uint32_t mask)
+{
+	int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	char *target;
+
+	ck_assert_int_ge(ifd, 0);
+	/* Fails if nothing is there (missing parent...): nothing to see. */
+	(void)inotify_add_watch(ifd, path, mask | IN_DONT_FOLLOW);
+	target = realpath(path, NULL);
+	if (target && strncmp(target, "/dev/", 5) != 0)
+		(void)inotify_add_watch(ifd, target, mask);
+	free(target);
+	return ifd;
+}
+
+static void watch_end(int ifd, const char *what)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	const struct inotify_event *ev = (const void *)buf;
+	ssize_t n = read(ifd, buf, sizeof(buf));
+
+	ck_assert_msg(n < 0 && errno == EAGAIN,
+		      "%s: opened or changed (inotify mask %#x)", what,
+		      n > 0 ? ev->mask : 0);
+	ck_assert_int_eq(close(ifd), 0);
+}
+
 /*
  * The core check: every acquire variant fails with `err`, inspect
  * returns `inspect_err`, and neither `dir` nor `extra` (a second
- * tree, e.g. outside a symlink, may be NULL) changed.
+ * tree, e.g. outside a symlink, may be NULL) changed.  Unless
+ * `may_open`, acquire never even opens what is at the path (a FIFO,
+ * a device, a symlink's target); inspect opens only what it reads.
  */
 static void expect_refusal_in(const char *path, int err, int inspect_err,
-			      const char *extra)
+			      const char *extra, bool may_open)
 {
 	char *before = hu_snapshot(dir);
 	char *xbefore = extra ? hu_snapshot(extra) : NULL;
 	struct pidlock_info info;
-	char *after;
 	int fds = hu_fd_count();
-	int r;
+	int ifd, r;
 
+	ifd = watch_start(path, may_open ? NEVER_CHANGED : NEVER_OPENED);
 	acquire_all(path, err);
+	watch_end(ifd, "acquire");
+	ifd = watch_start(path, inspect_err ? NEVER_OPENED : NEVER_CHANGED);
 	r = pidlock_inspect(path, &info, 0);
+	watch_end(ifd, "inspect");
 	ck_assert_msg(r == inspect_err, "%s: inspect gave %d (%s), want %d",
 		      path, r, strerror(-r), inspect_err);
 	ck_assert_int_eq(hu_fd_count(), fds);
-	after = hu_snapshot(dir);
-	hu_assert_same(before, after, path);
-	free(after);
-	if (extra) {
-		after = hu_snapshot(extra);
-		hu_assert_same(xbefore, after, path);
-		free(after);
-	}
-	free(before);
-	free(xbefore);
+	hu_assert_unchanged(dir, before, path);
+	if (extra)
+		hu_assert_unchanged(extra, xbefore, path);
 }
 
 static void expect_refusal(const char *path, int err, int inspect_err)
 {
-	expect_refusal_in(path, err, inspect_err, NULL);
+	expect_refusal_in(path, err, inspect_err, NULL, false);
 }
 
 /* Take, check it is ours, release: the positive controls. */
@@ -227,7 +262,7 @@ START_TEST(test_trailing_slash)
 	write_abandoned(in_dir(file, "file"), 0644);
 	before = hu_snapshot(dir);
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(buf, sizeof(buf), "%s/%s", dir, names[i]);
+		hu_fmt(buf, sizeof(buf), "%s/%s", dir, names[i]);
 		ck_assert_msg(pidlock_new(&lock, buf, 0) == -EISDIR, "%s", buf);
 		ck_assert_msg(pidlock_inspect(buf, &info, 0) == -EISDIR, "%s",
 			      buf);
@@ -262,17 +297,17 @@ START_TEST(test_long_names)
 	/* A last component of NAME_MAX + 1 bytes. */
 	memset(name, 'n', NAME_MAX + 1);
 	name[NAME_MAX + 1] = '\0';
-	snprintf(buf, sizeof(buf), "%s/%s", dir, name);
+	hu_fmt(buf, sizeof(buf), "%s/%s", dir, name);
 	ck_assert_int_eq(pidlock_new(&lock, buf, 0), -ENAMETOOLONG);
 	ck_assert_int_eq(pidlock_inspect(buf, &info, 0), -ENAMETOOLONG);
 
 	/* Too long a directory component: only the kernel can tell. */
-	snprintf(buf, sizeof(buf), "%s/%s/lock", dir, name);
+	hu_fmt(buf, sizeof(buf), "%s/%s/lock", dir, name);
 	expect_refusal(buf, -ENAMETOOLONG, -ENAMETOOLONG);
 
 	/* NAME_MAX itself is fine: the limit is the kernel's, not less. */
 	name[NAME_MAX] = '\0';
-	snprintf(buf, sizeof(buf), "%s/%s", dir, name);
+	hu_fmt(buf, sizeof(buf), "%s/%s", dir, name);
 	expect_taken(buf);
 }
 END_TEST
@@ -311,7 +346,7 @@ static void symlink_case(const char *target, const char *extra)
 	char buf[PATH_MAX];
 
 	ck_assert_int_eq(symlink(target, in_dir(buf, "lock")), 0);
-	expect_refusal_in(buf, -ELOOP, -ELOOP, extra);
+	expect_refusal_in(buf, -ELOOP, -ELOOP, extra, false);
 }
 
 START_TEST(test_symlink_to_record)
@@ -406,7 +441,8 @@ START_TEST(test_hard_link_plain_file)
 	hu_write_file(in_dir(a, "data"), data, sizeof(data) - 1, 0644);
 	ck_assert_int_eq(link(a, in_dir(b, "lock")), 0);
 	hu_set_mtime(b, hu_now() - 60);
-	expect_refusal(b, -EMLINK, 0);
+	/* Opened and read (a marker would allow a repair), not written. */
+	expect_refusal_in(b, -EMLINK, 0, NULL, true);
 	/* inspect only reads: it reports the content, which has no
 	 * record (so, no holder), and leaves the refusal to acquire. */
 	ck_assert_int_eq(pidlock_inspect(b, &info, 0), 0);
@@ -420,7 +456,7 @@ START_TEST(test_hard_link_record)
 
 	write_abandoned(in_dir(a, "other-name"), 0644);
 	ck_assert_int_eq(link(a, in_dir(b, "lock")), 0);
-	expect_refusal(b, -EMLINK, 0);
+	expect_refusal_in(b, -EMLINK, 0, NULL, true);
 }
 END_TEST
 
@@ -459,7 +495,7 @@ START_TEST(test_socket)
 		skip("socket: $TMPDIR too long for a socket path");
 		return;
 	}
-	strcpy(sa.sun_path, buf);
+	memcpy(sa.sun_path, buf, strlen(buf) + 1);
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ck_assert_int_ge(s, 0);
 	ck_assert_int_eq(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
@@ -640,20 +676,23 @@ static void foreign_case(const char *sticky, const char *path)
 
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_uint_ne(st.st_uid, geteuid());
-	expect_refusal_in(path, -EPERM, 0, sticky);
+	/* Opened and looked at (fstat), never locked or written. */
+	expect_refusal_in(path, -EPERM, 0, sticky, true);
 	ck_assert_int_eq(pidlock_inspect(path, &info, 0), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
 	/* Our own name in the same directory works. */
-	snprintf(mine, sizeof(mine), "%s/mine-%d", sticky, (int)getpid());
+	hu_fmt(mine, sizeof(mine), "%s/mine-%d", sticky, (int)getpid());
 	expect_taken(mine);
 }
 
 START_TEST(test_foreign_owner_sticky)
 {
 	const char *fixture = getenv("HOSTILE_FOREIGN_DIR");
-	char sub[PATH_MAX], buf[PATH_MAX];
+	char buf[PATH_MAX];
 
 	if (is_root()) {
+		char sub[PATH_MAX];
+
 		ck_assert_int_eq(mkdir(in_dir(sub, "sticky"), 0700), 0);
 		ck_assert_int_eq(chmod(sub, 01777), 0);
 		write_abandoned(in_dir(buf, "sticky/foreign"), 0666);
@@ -872,11 +911,13 @@ END_TEST
 /* A tmpfs of our own, in a mount namespace that dies with this test. */
 static bool mount_tmpfs(const char *opts)
 {
+	const char *fork_mode = getenv("CK_FORK");
+
 	if (!is_root()) {
 		skip("EROFS/ENOSPC: mounting a small tmpfs needs root");
 		return false;
 	}
-	if (getenv("CK_FORK") && strcmp(getenv("CK_FORK"), "no") == 0) {
+	if (fork_mode && strcmp(fork_mode, "no") == 0) {
 		skip("EROFS/ENOSPC: needs CK_FORK so the mount stays private");
 		return false;
 	}
@@ -961,7 +1002,7 @@ START_TEST(test_full_fs_inodes)
 		char name[32];
 		int fd;
 
-		snprintf(name, sizeof(name), "f%d", i);
+		hu_fmt(name, sizeof(name), "f%d", i);
 		join(buf, mnt, name);
 		fd = open(buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 		if (fd < 0) {
