@@ -772,8 +772,9 @@ static void reap(pid_t pid)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 }
 
+/* Busy, and the blocker is named: whoever it is, it can be found. */
 static void expect_busy(const char *path, unsigned int flags,
-			unsigned int kernel)
+			unsigned int kernel, pid_t who)
 {
 	struct pidlock_info info;
 	struct pidlock *lock;
@@ -783,7 +784,11 @@ static void expect_busy(const char *path, unsigned int flags,
 	ck_assert_int_eq(pidlock_holder(lock, &info), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD);
 	ck_assert_uint_eq(info.kernel_locks, kernel);
+	ck_assert_int_eq(info.kernel_pid, who);
 	pidlock_free(lock);
+	ck_assert_int_eq(pidlock_inspect(path, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD);
+	ck_assert_int_eq(info.kernel_pid, who);
 }
 
 /*
@@ -803,19 +808,20 @@ START_TEST(test_reader_blocks_leftover)
 	before = hu_snapshot(dir);
 
 	pid = reader_holds(buf, RO_FLOCK);
-	expect_busy(buf, 0, PIDLOCK_KIND_FLOCK);
-	expect_busy(buf, PIDLOCK_FLOCK_ONLY, PIDLOCK_KIND_FLOCK);
+	expect_busy(buf, 0, PIDLOCK_KIND_FLOCK, pid);
+	expect_busy(buf, PIDLOCK_FLOCK_ONLY, PIDLOCK_KIND_FLOCK, pid);
 	/* OFD-only mode tests for flock holders before a take-over too. */
-	expect_busy(buf, PIDLOCK_OFD_ONLY, PIDLOCK_KIND_FLOCK);
+	expect_busy(buf, PIDLOCK_OFD_ONLY, PIDLOCK_KIND_FLOCK, pid);
 	reap(pid);
 
+	/* An OFD lock belongs to no process: /proc/locks names none. */
 	pid = reader_holds(buf, RO_OFD_READ);
-	expect_busy(buf, 0, PIDLOCK_KIND_OFD);
-	expect_busy(buf, PIDLOCK_OFD_ONLY, PIDLOCK_KIND_OFD);
+	expect_busy(buf, 0, PIDLOCK_KIND_OFD, 0);
+	expect_busy(buf, PIDLOCK_OFD_ONLY, PIDLOCK_KIND_OFD, 0);
 	reap(pid);
 
 	pid = reader_holds(buf, RO_POSIX_READ);
-	expect_busy(buf, PIDLOCK_OFD_ONLY, PIDLOCK_KIND_OFD);
+	expect_busy(buf, PIDLOCK_OFD_ONLY, PIDLOCK_KIND_OFD, pid);
 	reap(pid);
 
 	hu_assert_unchanged(dir, before, "read-only holders");
