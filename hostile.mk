@@ -21,7 +21,7 @@ tests_test_content_hostile_SOURCES = tests/test-content-hostile.c \
 tests_test_content_hostile_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_content_hostile_LDADD = lib/libpidlock-core.la $(CHECK_LIBS)
 
-EXTRA_DIST += tests/test-hostile-nobody.sh
+EXTRA_DIST += tests/test-hostile-nobody.sh doc/security.md
 
 # --- fuzzing ---------------------------------------------------------------
 # libFuzzer targets, built with clang apart from the libtool build (they
