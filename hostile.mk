@@ -79,7 +79,7 @@ fuzz-coverage: tests/fuzz/fuzz-content.c tests/fuzz/fuzz-takeover.c \
 		$(FUZZ_CC) $(FUZZ_COV_CFLAGS) -o tests/fuzz/coverage/fuzz-$$t \
 			$(top_srcdir)/tests/fuzz/fuzz-$$t.c $(FUZZ_LIB) || exit 1; \
 		LLVM_PROFILE_FILE=tests/fuzz/coverage/$$t.profraw \
-			tests/fuzz/coverage/fuzz-$$t -runs=0 \
+			tests/fuzz/coverage/fuzz-$$t -runs=0 -max_len=$(FUZZ_MAX_LEN) \
 			tests/fuzz/found-$$t $(top_srcdir)/tests/fuzz/corpus/$$t \
 			>tests/fuzz/coverage/$$t.log 2>&1 || exit 1; \
 		$(LLVM_PROFDATA) merge -o tests/fuzz/coverage/$$t.profdata \
