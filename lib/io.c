@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Small I/O and clock helpers shared by the lock paths. */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>

@@ -115,7 +115,8 @@ START_TEST(flock_holder_excludes)
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	ck_assert_int_eq(pidlock_acquire(l, 150), -ETIMEDOUT);
 	close(fd);
-	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	/* Its fresh empty file is ours once the grace has passed. */
+	ck_assert_int_eq(pidlock_acquire(l, 2000), 0);
 	pidlock_free(l);
 }
 END_TEST
@@ -334,11 +335,13 @@ static int late_writer(struct tu_child *c, void *arg)
 }
 
 /* Rule C: a fresh incomplete file may be a spec-only peer between its
- * O_EXCL create and its write: wait for the write, then see it held. */
+ * O_EXCL create and its write: a try reports it busy at once; a wait
+ * watches for the write, and then sees a spec-only holder. */
 START_TEST(grace_waits_for_spec_writer)
 {
 	const char *p = tu_path("a.lock");
 	struct pidlock *l = mk(p, 0);
+	struct pidlock_info info;
 	struct tu_child c;
 	long t0;
 
@@ -346,16 +349,24 @@ START_TEST(grace_waits_for_spec_writer)
 	tu_spawn(&c, late_writer, (void *)p);
 	ck_assert_int_eq(tu_wait_signal(&c), 'C');
 	t0 = tu_ms();
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	ck_assert_int_lt(tu_ms() - t0, 1000);	/* a try does not wait */
+	ck_assert_int_eq(pidlock_holder(l, &info), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_SPEC);
 	if (fork() == 0) {
 		usleep(100 * 1000);
 		tu_tell(&c, 'W');
 		_exit(0);
 	}
-	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
-	ck_assert_int_ge(tu_ms() - t0, 90);
+	t0 = tu_ms();
+	ck_assert_int_eq(pidlock_acquire(l, 600), -ETIMEDOUT);
+	ck_assert_int_ge(tu_ms() - t0, 590);
+	ck_assert_int_eq(pidlock_holder(l, &info), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_SPEC);
+	ck_assert_int_eq(info.pid, getpid());	/* late_writer wrote our pid */
+	ck_assert(info.has_timestamp);
 	ck_assert_int_eq(tu_join(&c), 0);
 	wait(NULL);
-	ck_assert_str_eq(tu_read(p) + strlen(tu_read(p)) - 1, "\n");
 	pidlock_free(l);
 }
 END_TEST
@@ -377,9 +388,10 @@ START_TEST(grace_then_takeover)
 	ck_assert_int_eq(pidlock_release(l), 0);
 	tu_write(p, "4242\n");		/* fresh libbsd-style leftover */
 	ck_assert_int_eq(pidlock_set_grace(l, 300), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	t0 = tu_ms();
-	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	ck_assert_int_ge(tu_ms() - t0, 250);
+	ck_assert_int_eq(pidlock_acquire(l, 5000), 0);
+	ck_assert_int_ge(tu_ms() - t0, 200);
 	ck_assert_int_eq(pidlock_set_grace(l, 10001), -EINVAL);
 	pidlock_free(l);
 }
@@ -727,6 +739,49 @@ START_TEST(foreign_owner_in_sticky_dir)
 }
 END_TEST
 
+static int as_nobody_acquire(struct tu_child *c, void *arg)
+{
+	struct pidlock *l;
+	int r;
+
+	(void)c;
+	if (setgid(65534) < 0 || setuid(65534) < 0)
+		return 2;
+	if (pidlock_new(&l, arg, PIDLOCK_KEEP_FILE) < 0)
+		return 3;
+	r = pidlock_acquire(l, 0);
+	pidlock_free(l);
+	return r == 0 ? 0 : 10 + (-r % 100);
+}
+
+/* Step 1 needs a writable directory, step 3 does not: a user who may
+ * write a pre-made lock file, but not its directory, still takes it. */
+START_TEST(existing_file_in_readonly_dir)
+{
+	const char *d = tu_path("ro");
+	char p[4096];
+	struct tu_child c;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "existing_file_in_readonly_dir: needs root, not run\n");
+		return;
+	}
+	ck_assert_int_eq(mkdir(d, 0755), 0);
+	snprintf(p, sizeof(p), "%s/x.lock", d);
+	tu_write(p, "");
+	ck_assert_int_eq(chmod(p, 0666), 0);
+	tu_set_mtime_ago(p, 100);
+	ck_assert_int_eq(chmod(tu_dir(), 0755), 0);
+	tu_spawn(&c, as_nobody_acquire, p);
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_ptr_nonnull(strstr(tu_read(p), "lock=flock,ofd\n"));
+	/* No file and no way to create one: the creation error. */
+	ck_assert_int_eq(unlink(p), 0);
+	tu_spawn(&c, as_nobody_acquire, p);
+	ck_assert_int_eq(tu_join(&c), 10 + EACCES);
+}
+END_TEST
+
 /* Setters validate; tags are cleaned. */
 START_TEST(setters)
 {
@@ -827,6 +882,7 @@ int main(void)
 	tcase_add_test(tc, non_regular_refused);
 	tcase_add_test(tc, unsafe_dir_refused);
 	tcase_add_test(tc, foreign_owner_in_sticky_dir);
+	tcase_add_test(tc, existing_file_in_readonly_dir);
 	tcase_add_test(tc, setters);
 	tcase_add_test(tc, inspect_states);
 	tcase_add_test(tc, no_fd_leak);
