@@ -7,8 +7,9 @@
 #     the symbol;
 #  b. the built library exports exactly those symbols, each carrying a
 #     version node of the script, and nothing else;
-#  c. mandoc -Tlint -Wwarning says nothing about any page, and the
-#     pidlock pages that pages refer to exist;
+#  c. mandoc -Tlint -Wwarning and groff -ww (what man -l runs) say
+#     nothing about any page, and the pidlock pages that pages refer to
+#     exist;
 #  d. the example program of pidlock(3), built from the page, works.
 # Exit 77 (skip) only when mandoc is missing and everything else passed.
 
@@ -168,5 +169,15 @@ for page in man*/*; do
 		printf '%s\n' "$out" >&2
 	fi
 done
+
+# man -l renders with groff: it must not warn either (at its default width).
+if command -v groff > /dev/null 2>&1; then
+	for page in man*/*; do
+		out=$(groff -t -man -ww -z -Tutf8 "$page" 2>&1)
+		[ -z "$out" ] || err "groff -ww $page: $out"
+	done
+else
+	echo "check-man: groff not found, man -l check skipped"
+fi
 
 exit $fail
