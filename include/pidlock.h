@@ -45,6 +45,9 @@ enum {
 #define PIDLOCK_DEFAULT_RETRY_MS 100U
 #define PIDLOCK_DEFAULT_GRACE_MS 200U
 #define PIDLOCK_DEFAULT_MODE 0644U
+/** Names of the library's own temporary files in the lock's directory
+ * start with this (used only where O_TMPFILE is unsupported). */
+#define PIDLOCK_TMP_PREFIX ".pidlock-tmp-"
 /** Longest tag in bytes, without the terminating NUL. */
 #define PIDLOCK_TAG_MAX 255
 

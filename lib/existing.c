@@ -137,8 +137,15 @@ static void note_kernel_holder(struct pidlock *lock, int fd, unsigned int busy)
 	struct stat st;
 	ssize_t n;
 
+	pid_t ignored = 0;
+	int ofd;
+
 	if (fstat(fd, &st) < 0)
 		return;
+	/* klock_take stops at the first busy kind; the OFD query is cheap. */
+	ofd = klock_query_ofd(fd, &ignored);
+	if (ofd > 0)
+		busy |= (unsigned int)ofd;
 	n = read_bounded(fd, buf, sizeof(buf));
 	content_parse(buf, n > 0 ? (size_t)n : 0, &c);
 	note_holder(lock, PIDLOCK_STATE_HELD, busy, &c, &st);
@@ -240,12 +247,6 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 		return r;
 	if (r > 0 && !c.marker && !content_is_spec(&c)) {
 		/* Maybe a spec-only writer: busy until the grace is over. */
-		note_holder(lock, PIDLOCK_STATE_HELD_SPEC, 0, &c, st);
-		return TRY_BUSY;
-	}
-	/* Rule B: a spec-only holder holds no kernel lock; only staleness
-	 * (old AND dead) frees it. */
-	if (!c.marker && content_is_spec(&c) && !spec_is_stale(lock, &c)) {
 		note_holder(lock, PIDLOCK_STATE_HELD_SPEC, 0, &c, st);
 		return TRY_BUSY;
 	}
