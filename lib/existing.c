@@ -250,6 +250,12 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 		note_holder(lock, PIDLOCK_STATE_HELD_SPEC, 0, &c, st);
 		return TRY_BUSY;
 	}
+	/* Rule B: a spec-only holder holds no kernel lock; only staleness
+	 * (old AND dead) frees it. */
+	if (!c.marker && content_is_spec(&c) && !spec_is_stale(lock, &c)) {
+		note_holder(lock, PIDLOCK_STATE_HELD_SPEC, 0, &c, st);
+		return TRY_BUSY;
+	}
 	/* Rule A, and any takeover: a locker of the kind we did not take
 	 * (another flag set, or the other peer family) may still hold it. */
 	if (others) {
