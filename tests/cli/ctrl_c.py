@@ -8,6 +8,9 @@ pidlock, lockfile, work = sys.argv[1:4]
 trace = sys.argv[4] if len(sys.argv) > 4 else None
 ready = os.path.join(work, "tty.ready")
 count = os.path.join(work, "tty.count")
+for stale in (ready, count):
+    if os.path.exists(stale):
+        os.unlink(stale)
 child = r'''
 import os, signal, sys, time
 n = 0

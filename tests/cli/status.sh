@@ -93,7 +93,7 @@ bg_peer flock flock.lock sleep 30
 fl=$LAST
 wait_until held flock.lock
 status_json flock.lock
-[ $JRC -eq 1 ] || fail "flock(1) holder: exit status"
+[ "$JRC" -eq 1 ] || fail "flock(1) holder: exit status"
 [ "$(js state)" = held ] && [ "$(js kernel_locks)" = '["flock"]' ] &&
 	[ "$(js kernel_pid)" = "$fl" ] && [ "$(js pid)" = null ] ||
 	fail "flock(1) holder: $(cat j)"
@@ -107,7 +107,7 @@ pass "with-lock-ex holder: held, fcntl"
 
 # Several files: one document, in order; the exit status is the largest.
 status_json free.lock live.lock crash.lock
-[ $JRC -eq 2 ] || fail "several: exit status"
+[ "$JRC" -eq 2 ] || fail "several: exit status"
 [ "$(jv j 0 state) $(jv j 1 state) $(jv j 2 state)" = "free held abandoned" ] ||
 	fail "several: $(cat j)"
 pass "several files: one JSON document, exit status the largest"
@@ -119,7 +119,7 @@ pass "several files: text"
 # Errors
 mkdir dir.lock
 status_json dir.lock free.lock 2> err
-[ $JRC -eq 66 ] || fail "a directory: exit status"
+[ "$JRC" -eq 66 ] || fail "a directory: exit status"
 grep -q '^pidlock: dir.lock: Is a directory' err || fail "a directory: $(cat err)"
 [ "$(js state)" = error ] && [ "$(js error)" = "Is a directory" ] &&
 	[ "$(jv j 1 state)" = free ] || fail "a directory: $(cat j)"
