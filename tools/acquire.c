@@ -25,9 +25,7 @@ static void say_holder(struct pidlock *lock, const char *what)
 		snprintf(who, sizeof(who), "another process");
 	else
 		describe_holder(&info, who, sizeof(who));
-	fprintf(stderr, "%s: ", program_name);
-	print_clean(stderr, pidlock_path(lock));
-	fprintf(stderr, ": %s %s\n", what, who);
+	warn_file(pidlock_path(lock), "%s %s", what, who);
 }
 
 static void say_done(const struct opts *o, struct pidlock *lock,
@@ -37,10 +35,8 @@ static void say_done(const struct opts *o, struct pidlock *lock,
 
 	if (!o->verbose)
 		return;
-	fprintf(stderr, "%s: ", program_name);
-	print_clean(stderr, pidlock_path(lock));
-	fprintf(stderr, ": locked after %lld.%03lld s\n", (long long)(ms / 1000),
-		(long long)(ms % 1000));
+	warn_file(pidlock_path(lock), "locked after %lld.%03lld s",
+		  (long long)(ms / 1000), (long long)(ms % 1000));
 }
 
 /*

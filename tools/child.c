@@ -177,7 +177,7 @@ static void release(const struct opts *o, struct pidlock *lock, bool lost)
 	if (r < 0)
 		warn_path(o->lockfile, -r);
 	else if (o->verbose)
-		warn_msg("%s: released", o->lockfile);
+		warn_file(o->lockfile, "released");
 }
 
 static int exit_status(int status)

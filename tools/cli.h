@@ -44,6 +44,9 @@ int parse_options(int argc, char **argv, struct opts *o);
 extern const char *program_name;
 void warn_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warn_path(const char *path, int err);
+void warn_file(const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int open_std_fds(void);
 int exit_for_errno(int err);
 int fail_path(const char *path, int err);
 unsigned int stale_or_default(const struct opts *o);

@@ -2,6 +2,8 @@
 /* pidlock(1): run a command under a lock file, or inspect lock files. */
 #include "config.h"
 
+#include <sysexits.h>
+
 #include "cli.h"
 
 int main(int argc, char **argv)
@@ -12,6 +14,8 @@ int main(int argc, char **argv)
 	/* getopt_long names the program by argv[0]; installed or run from the
 	 * build tree, the messages say "pidlock". */
 	argv[0] = (char *)program_name;
+	if (open_std_fds() < 0)
+		return EX_OSERR;
 	r = parse_options(argc, argv, &o);
 
 	if (r < 0)

@@ -165,8 +165,12 @@ static void set_mode(struct opts *o, enum mode m, int *modes_given)
 	(*modes_given)++;
 }
 
+/* Each option once: repeating one must not overflow the table. */
 static void note(struct seen *s, int *n, const char *name, unsigned int modes)
 {
+	for (int i = 0; i < *n; i++)
+		if (s[i].name == name)
+			return;
 	s[*n].name = name;
 	s[*n].modes = modes;
 	(*n)++;

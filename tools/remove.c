@@ -31,10 +31,8 @@ static int refuse(const struct opts *o, const char *path,
 {
 	if (o->quiet)
 		return 0;
-	fprintf(stderr, "%s: ", program_name);
-	print_clean(stderr, path);
-	fprintf(stderr, ": not removed, it names pid %d, which is running\n",
-		(int)info->pid);
+	warn_file(path, "not removed, it names pid %d, which is running",
+		  (int)info->pid);
 	return o->conflict_code;
 }
 
@@ -55,7 +53,7 @@ static int absent(const struct opts *o, const char *path)
 	if (err)
 		return fail_path(path, err);
 	if (o->verbose)
-		warn_msg("%s: no such file, nothing to remove", path);
+		warn_file(path, "no such file, nothing to remove");
 	return 0;
 }
 
@@ -88,7 +86,7 @@ static int remove_one(const struct opts *o, const char *path)
 	if (r < 0)
 		return fail_path(path, -r);
 	if (o->verbose)
-		warn_msg("%s: removed", path);
+		warn_file(path, "removed");
 	return 0;
 }
 

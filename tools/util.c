@@ -3,10 +3,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sysexits.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -21,6 +23,43 @@ void warn_msg(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+/* "pidlock: PATH: message", the path safe for a terminal. */
+void warn_file(const char *path, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", program_name);
+	print_clean(stderr, path);
+	fputs(": ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/*
+ * With stdout closed, the lock file would become descriptor 1 and the
+ * command's output would go into it.  Give every missing standard
+ * descriptor /dev/null, lowest first so each lands on its own number.
+ */
+int open_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		int nfd;
+
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		nfd = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+		if (nfd < 0)
+			return -errno;
+		if (nfd != fd) {
+			close(nfd);
+			return -EBADF;
+		}
+	}
+	return 0;
 }
 
 /* What the library means by a code whose strerror() text would mislead. */

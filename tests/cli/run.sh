@@ -43,6 +43,13 @@ pass "-c ignores \$SHELL"
 expect 7 "-- ends the options before the command" -- \
 	"$PIDLOCK" x.lock -- sh -c 'exit 7'
 
+# With stdout and stderr closed, the lock file must not become the
+# command's output: they get /dev/null instead.
+"$PIDLOCK" x.lock sh -c 'echo junk; echo junk >&2; cp x.lock closed' >&- 2>&-
+[ "$(head -n 1 closed)" = "pid=$(field closed pid)" ] && ! grep -q junk closed ||
+	fail "closed stdout: the lock file got: $(cat closed)"
+pass "closed standard descriptors never alias the lock file"
+
 # --tag, --plain-pid
 "$PIDLOCK" --tag 'nightly backup "db"' x.lock cp x.lock tagged
 [ "$(field tagged tag)" = 'nightly backup "db"' ] || fail "tag= is $(field tagged tag)"

@@ -73,6 +73,9 @@ usage64 "--status with an empty name" --status ""
 # The tool stops at LOCKFILE: the command's options are its own.
 expect 0 "options after the command name go to the command" -- \
 	"$PIDLOCK" x.lock sh -c 'test "$1" = "-n"' sh -n
+# shellcheck disable=SC2046
+expect 0 "an option given many times" -- \
+	"$PIDLOCK" $(printf -- '-n %.0s' $(seq 100)) $(printf -- '--tag t %.0s' $(seq 100)) x.lock true
 expect 0 "the largest -w is accepted" -- "$PIDLOCK" -w 2147483 x.lock true
 expect 0 "-E 255 is accepted" -- "$PIDLOCK" -E 255 x.lock true
 done_testing
