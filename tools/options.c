@@ -69,13 +69,18 @@ struct seen {
 
 static void usage(FILE *f)
 {
+	static const char *const synopsis[] = {
+		"[options] LOCKFILE COMMAND [ARG...]",
+		"[options] LOCKFILE -c 'SHELL COMMAND'",
+		"--status [--json] LOCKFILE...",
+		"--list [--json] DIRECTORY",
+		"--remove LOCKFILE...",
+	};
+
+	fputs("Usage:\n", f);
+	for (size_t i = 0; i < sizeof(synopsis) / sizeof(synopsis[0]); i++)
+		fprintf(f, " %s %s\n", program_name, synopsis[i]);
 	fprintf(f,
-"Usage:\n"
-" %1$s [options] LOCKFILE COMMAND [ARG...]\n"
-" %1$s [options] LOCKFILE -c 'SHELL COMMAND'\n"
-" %1$s --status [--json] LOCKFILE...\n"
-" %1$s --list [--json] DIRECTORY\n"
-" %1$s --remove LOCKFILE...\n"
 "\n"
 "Run a command while holding a lock file, or inspect and clean up lock files.\n"
 "\n"
@@ -90,7 +95,7 @@ static void usage(FILE *f)
 "     --keep-file              leave the lock file in place on release\n"
 "     --flock-only             take only the flock(2) lock\n"
 "     --fcntl-only             take only the fcntl(2) lock\n"
-"     --stale SECONDS          stale timeout for spec-only holders (default %2$u)\n"
+"     --stale SECONDS          stale timeout for spec-only holders (default %u)\n"
 " -o, --close                  do not pass the lock descriptor to the command\n"
 "     --exec                   run the command in place of pidlock, no fork\n"
 " -v, --verbose                tell when waiting, for whom, and when locked\n"
@@ -108,7 +113,7 @@ static void usage(FILE *f)
 "the lock is busy; --status: 0 free, 1 held, 2 abandoned or stale;\n"
 "64 usage, 66 unusable lock file, 69 command cannot run, 71 system error,\n"
 "77 permission denied.  See pidlock(1).\n",
-		program_name, PIDLOCK_DEFAULT_STALE_SEC);
+		PIDLOCK_DEFAULT_STALE_SEC);
 }
 
 static int __attribute__((format(printf, 1, 2)))
