@@ -184,7 +184,8 @@ int cmd_list(const struct opts *o)
 		free_rows(&rows);
 		return fail_path(dir, -r);
 	}
-	qsort(rows.v, rows.n, sizeof(*rows.v), cmp_rows);
+	if (rows.n)
+		qsort(rows.v, rows.n, sizeof(*rows.v), cmp_rows);
 	for (size_t k = 0; k < rows.n; k++) {
 		struct row *row = &rows.v[k];
 
