@@ -23,24 +23,32 @@
 #include <bsd/libutil.h>
 #endif
 
-static char dir[64];
+/* One directory per run, made and removed by main(), so that a failed
+ * or timed-out test (which skips its teardown) leaves nothing behind. */
+static char base[64];
+static char dir[96];
 static char path[PATH_MAX];
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/pidlock-daemon-unit.XXXXXX");
+	snprintf(dir, sizeof(dir), "%s/t.XXXXXX", base);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/d.pid", dir);
 	umask(0);
 }
 
-static void teardown(void)
+static void remove_tree(const char *top)
 {
 	char cmd[128];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
 	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
+		fprintf(stderr, "could not remove %s\n", top);
+}
+
+static void teardown(void)
+{
+	remove_tree(dir);
 }
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -277,7 +285,7 @@ END_TEST
 /* /var/run is a symlink to /run on most systems. */
 START_TEST(open_via_symlinked_dir)
 {
-	char real[96], link[96], file[128];
+	char real[128], link[128], file[160];
 	struct pidlock *lock;
 
 	snprintf(real, sizeof(real), "%s/real", dir);
@@ -979,11 +987,18 @@ static Suite *daemon_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(daemon_suite());
+	SRunner *sr;
 	int failed;
 
+	snprintf(base, sizeof(base), "/tmp/pidlock-daemon-unit.XXXXXX");
+	if (!mkdtemp(base)) {
+		perror("mkdtemp");
+		return 99;
+	}
+	sr = srunner_create(daemon_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	remove_tree(base);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
