@@ -5,7 +5,8 @@
  * name exists.  A spec-only reader therefore never sees our file empty
  * or half written, and the file is locked before it has a name.
  */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,10 +22,10 @@ enum { LINK_EMPTY_PATH = 0, LINK_PROC, LINK_NAMED };
 
 static unsigned int tmp_counter;
 
+/* The path opened is the directory, which may be reached through a
+ * symlink (/var/run -> /run): O_NOFOLLOW would refuse it with ENOTDIR. */
 static int open_unnamed(struct pidlock *lock)
 {
-	/* O_NOFOLLOW would apply to the directory here and refuse one
-	 * reached through a symlink, such as /var/lock on Debian. */
 	int fd = open(lock->dir, O_TMPFILE | (OPEN_FLAGS & ~O_NOFOLLOW),
 		      lock->mode);
 
@@ -76,7 +77,7 @@ static int publish_proc(struct pidlock *lock, int fd)
 {
 	char proc[64];
 
-	(void)snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd); /* fits */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (linkat(AT_FDCWD, proc, AT_FDCWD, lock->path, AT_SYMLINK_FOLLOW) < 0)
 		return -errno;
 	return 0;
