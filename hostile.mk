@@ -34,7 +34,7 @@ FUZZ_SECONDS = 60
 FUZZ_MAX_LEN = 4200
 FUZZ_CFLAGS = -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-I$(top_srcdir)/include -I$(top_srcdir)/lib
+	-I$(top_builddir) -I$(top_srcdir)/include -I$(top_srcdir)/lib
 # The library's sources, from its own list (plain make: no $(filter)).
 FUZZ_LIB = `for f in $(lib_libpidlock_core_la_SOURCES); do \
 	case $$f in *.c) echo $(top_srcdir)/$$f;; esac; done`
@@ -68,7 +68,8 @@ fuzz: $(FUZZ_TARGETS)
 LLVM_PROFDATA = llvm-profdata-14
 LLVM_COV = llvm-cov-14
 FUZZ_COV_CFLAGS = -g -O0 -fsanitize=fuzzer -fprofile-instr-generate \
-	-fcoverage-mapping -I$(top_srcdir)/include -I$(top_srcdir)/lib
+	-fcoverage-mapping -I$(top_builddir) -I$(top_srcdir)/include \
+	-I$(top_srcdir)/lib
 
 .PHONY: fuzz-coverage
 fuzz-coverage: tests/fuzz/fuzz-content.c tests/fuzz/fuzz-takeover.c \
@@ -126,7 +127,8 @@ lint-cppcheck:
 	$(CPPCHECK) --enable=warning,style,performance,portability,information \
 		--library=gnu --std=c11 --inline-suppr --error-exitcode=1 --quiet \
 		--suppressions-list=$(top_srcdir)/.cppcheck-suppressions \
-		-I$(top_srcdir)/include -I$(top_srcdir)/lib $(LINT_FILES)
+		-I$(top_builddir) -I$(top_srcdir)/include -I$(top_srcdir)/lib \
+		$(LINT_FILES)
 
 lint-clang-tidy:
 	$(CLANG_TIDY) --quiet --config-file=$(top_srcdir)/.clang-tidy \
