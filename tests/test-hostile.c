@@ -315,14 +315,10 @@ END_TEST
 START_TEST(test_missing_parent)
 {
 	char buf[PATH_MAX];
-	struct pidlock_info info;
 
+	/* Not "free": no lock file can be made there. */
 	in_dir(buf, "nope/lock");
-	expect_refusal(buf, -ENOENT, 0);
-	/* Nobody holds what does not exist; acquire's ENOENT says why it
-	 * cannot be taken either. */
-	ck_assert_int_eq(pidlock_inspect(buf, &info, 0), 0);
-	ck_assert_int_eq(info.state, PIDLOCK_STATE_FREE);
+	expect_refusal(buf, -ENOENT, -ENOENT);
 	ck_assert_int_eq(access(in_dir(buf, "nope"), F_OK), -1);
 }
 END_TEST
@@ -613,11 +609,16 @@ START_TEST(test_read_only_dir)
 }
 END_TEST
 
-/* The library creates before it looks: a writable leftover in a
- * directory we cannot write is refused, not rewritten in place. */
+/*
+ * A writable left-over file in a directory we cannot write is taken
+ * over in place; release then cannot remove it (-EACCES) and leaves it
+ * abandoned, unless PIDLOCK_KEEP_FILE says not to try.
+ */
 START_TEST(test_read_only_dir_with_record)
 {
 	char sub[PATH_MAX], buf[PATH_MAX];
+	struct pidlock_info info;
+	struct pidlock *lock;
 
 	ck_assert_int_eq(mkdir(in_dir(sub, "ro"), 0700), 0);
 	write_abandoned(in_dir(buf, "ro/lock"), 0644);
@@ -626,7 +627,17 @@ START_TEST(test_read_only_dir_with_record)
 		expect_taken(buf);
 		return;
 	}
-	expect_refusal(buf, -EACCES, 0);
+	ck_assert_int_eq(pidlock_new(&lock, buf, 0), 0);
+	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
+	ck_assert_int_eq(pidlock_release(lock), -EACCES);
+	pidlock_free(lock);
+	ck_assert_int_eq(pidlock_inspect(buf, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
+	ck_assert_int_eq(info.pid, getpid());
+	ck_assert_int_eq(pidlock_new(&lock, buf, PIDLOCK_KEEP_FILE), 0);
+	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
+	ck_assert_int_eq(pidlock_release(lock), 0);
+	pidlock_free(lock);
 }
 END_TEST
 
@@ -979,6 +990,20 @@ START_TEST(test_read_only_fs)
 }
 END_TEST
 
+static void expect_enospc_empty(const char *path)
+{
+	struct pidlock *lock;
+	struct stat st;
+	int fds = hu_fd_count();
+
+	ck_assert_int_eq(pidlock_new(&lock, path, 0), 0);
+	ck_assert_int_eq(pidlock_acquire(lock, 0), -ENOSPC);
+	pidlock_free(lock);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_size, 0);
+	ck_assert_int_eq(hu_fd_count(), fds);
+}
+
 START_TEST(test_full_fs_blocks)
 {
 	char buf[PATH_MAX], rec[PATH_MAX];
@@ -987,12 +1012,19 @@ START_TEST(test_full_fs_blocks)
 		return;
 	join(rec, mnt, "leftover");
 	write_abandoned(rec, 0644);
+	join(buf, mnt, "empty");
+	hu_write_file(buf, "", 0, 0644);
 	join(buf, mnt, "filler");
 	fill(buf);
 	join(buf, mnt, "lock");
 	expect_refusal(buf, -ENOSPC, 0);
-	/* The leftover is neither rewritten nor truncated. */
-	expect_refusal(rec, -ENOSPC, 0);
+	/* An empty left-over would need a block: not taken, still empty.
+	 * (The failed write does touch its mtime: tmpfs updates it first.) */
+	join(buf, mnt, "empty");
+	hu_set_mtime(buf, hu_now() - 60);
+	expect_enospc_empty(buf);
+	/* A left-over file with a block has room: taken over in place. */
+	expect_taken(rec);
 	unmount_tmpfs();
 }
 END_TEST
