@@ -84,9 +84,9 @@ if ! grep -Eq '^bin_PROGRAMS *=.*pidlock' Makefile.in; then
 fi
 
 # --- 2. build --------------------------------------------------------------
-step "dpkg-buildpackage -us -uc -b${profiles:+ -P$profiles} (log: build.log)"
+step "dpkg-buildpackage -us -uc -b -Jauto${profiles:+ -P$profiles} (log: build.log)"
 start=$(date +%s)
-if ! dpkg-buildpackage -us -uc -b ${profiles:+-P"$profiles"} >"$tmp/build.log" 2>&1; then
+if ! dpkg-buildpackage -us -uc -b -Jauto ${profiles:+-P"$profiles"} >"$tmp/build.log" 2>&1; then
 	tail -n 80 "$tmp/build.log" >&2
 	die "dpkg-buildpackage failed"
 fi

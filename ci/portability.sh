@@ -25,7 +25,13 @@ jobs=${JOBS:-2}
 #   -Wno-declaration-after-statement  a compatibility warning for C89; the
 #                                     project is C99/gnu11, where mixing
 #                                     declarations and code is standard.
-CLANG_NO_WARN="-Wno-padded -Wno-declaration-after-statement"
+#   -Wno-reserved-macro-identifier    fires on config.h, where autoconf's
+#                                     AC_USE_SYSTEM_EXTENSIONS defines the
+#                                     feature-test macros (_ALL_SOURCE,
+#                                     __EXTENSIONS__, ...); those names are
+#                                     reserved so that exactly this may
+#                                     define them.
+CLANG_NO_WARN="-Wno-padded -Wno-declaration-after-statement -Wno-reserved-macro-identifier"
 
 die() {
 	echo "$me: $*" >&2
