@@ -79,7 +79,7 @@ constants() {
 				-e 's/^#[[:space:]]*define[[:space:]]\{1,\}\(PIDLOCK_[A-Z0-9_]*\)[[:space:]]\{1,\}[^[:space:]].*/\1/p' |
 			LC_ALL=C sort -u |
 			sed 's/.*/\tprintf("%s %lld\\n", "&", (long long)(&));/'
-		echo '\treturn 0;'
+		printf '\treturn 0;\n'
 		echo '}'
 	} >"$tmp/constants.c"
 	"$cc" -I"$hdrs" -o "$tmp/constants" "$tmp/constants.c" ||
