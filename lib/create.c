@@ -5,7 +5,8 @@
  * name exists.  A spec-only reader therefore never sees our file empty
  * or half written, and the file is locked before it has a name.
  */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -111,7 +111,7 @@ int create_publish(struct pidlock *lock);
 /* existing.c */
 int check_type(mode_t mode);
 int same_inode(const char *path, int fd, struct stat *st);
-int try_existing(struct pidlock *lock, bool wait, int *fdp);
+int try_existing(struct pidlock *lock, int64_t deadline, int *fdp);
 
 /* inspect.c */
 void fill_info(struct pidlock_info *info, enum pidlock_state state,
