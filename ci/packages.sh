@@ -7,8 +7,9 @@
 #   2. dpkg-buildpackage -us -uc -b (this runs make check too)
 #   3. lintian: no error and no warning
 #   4. check what each package holds
-#   5. apt-get install ./*.deb; build ci/smoke.c against the installed
-#      library with pkg-config and run it; run pidlock --version
+#   5. apt-get install ./*.deb; build ci/smoke.c, examples/counter.c and
+#      the example of pidlock(3) against the installed library with
+#      pkg-config and run them; run pidlock --version
 #   6. remove the packages again
 #
 # Run as root from a configured build directory.  Options:
@@ -185,6 +186,23 @@ done
 cd "$src"
 step "build and run a program against the installed library"
 debian/tests/build-smoke ci/smoke.c
+
+# The programs a user reads first, built the way a user builds them.
+flags=$(pkg-config --cflags --libs libpidlock)
+if [ -f examples/counter.c ]; then
+	step "examples/counter.c against the installed library"
+	# shellcheck disable=SC2086 # the flags are words
+	cc -Wall -Wextra -Werror -o "$tmp/counter" examples/counter.c $flags
+	"$tmp/counter" -p 3 -n 300 -k 3 -d "$tmp"
+fi
+if [ -f man/extract-example.sed ] && [ -f man/pidlock.3 ]; then
+	step "the example of pidlock(3) against the installed library"
+	sed -n -f man/extract-example.sed man/pidlock.3 >"$tmp/pidlock-example.c"
+	# shellcheck disable=SC2086 # the flags are words
+	cc -Wall -Wextra -Werror -o "$tmp/pidlock-example" "$tmp/pidlock-example.c" $flags
+	"$tmp/pidlock-example" "$tmp/example.lock"
+	[ ! -e "$tmp/example.lock" ] || die "the pidlock(3) example left its lock file"
+fi
 if [ -z "$profiles" ]; then
 	step "pidlock --version"
 	[ "$(command -v pidlock)" = /usr/bin/pidlock ] || die "pidlock is not /usr/bin/pidlock"
