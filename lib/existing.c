@@ -137,8 +137,15 @@ static void note_kernel_holder(struct pidlock *lock, int fd, unsigned int busy)
 	struct stat st;
 	ssize_t n;
 
+	pid_t ignored = 0;
+	int ofd;
+
 	if (fstat(fd, &st) < 0)
 		return;
+	/* klock_take stops at the first busy kind; the OFD query is cheap. */
+	ofd = klock_query_ofd(fd, &ignored);
+	if (ofd > 0)
+		busy |= (unsigned int)ofd;
 	n = read_bounded(fd, buf, sizeof(buf));
 	content_parse(buf, n > 0 ? (size_t)n : 0, &c);
 	note_holder(lock, PIDLOCK_STATE_HELD, busy, &c, &st);

@@ -25,7 +25,7 @@
 /* While waiting out the grace period without inotify, look this often. */
 #define GRACE_POLL_MS 5
 /* Named temp files (no O_TMPFILE) start with this, in the lock's dir. */
-#define TMP_PREFIX ".pidlock-tmp-"
+#define TMP_PREFIX PIDLOCK_TMP_PREFIX
 #define PATH_BUF (PATH_MAX + 64)
 
 #define KINDS_ALL (PIDLOCK_KIND_FLOCK | PIDLOCK_KIND_OFD)

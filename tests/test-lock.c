@@ -371,6 +371,28 @@ START_TEST(grace_waits_for_spec_writer)
 }
 END_TEST
 
+/* Rule C also covers a classic pidfile left by a crashed daemon whose
+ * pid now names an unrelated live process: taken over, never trusted. */
+START_TEST(bare_live_pid_taken_over)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	struct pidlock_info info;
+	char bare[32];
+
+	snprintf(bare, sizeof(bare), "%ld\n", (long)getppid());
+	tu_write(p, bare);
+	tu_set_mtime_ago(p, 100);
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
+	ck_assert_int_eq(info.pid, getppid());
+	ck_assert_int_eq(info.pid_alive, 1);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(kill(getppid(), 0), 0);
+	pidlock_free(l);
+}
+END_TEST
+
 /* Rule C: an incomplete file older than the grace (a with-lock-ex or
  * flock(1) leftover, a libbsd bare pid) is taken at once; a fresh one
  * only after the grace. */
@@ -386,7 +408,12 @@ START_TEST(grace_then_takeover)
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_lt(tu_ms() - t0, 150);
 	ck_assert_int_eq(pidlock_release(l), 0);
-	tu_write(p, "4242\n");		/* fresh libbsd-style leftover */
+	{
+		char bare[32];	/* a fresh libbsd-style leftover, dead pid */
+
+		snprintf(bare, sizeof(bare), "%ld\n", (long)dead_pid());
+		tu_write(p, bare);
+	}
 	ck_assert_int_eq(pidlock_set_grace(l, 300), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	t0 = tu_ms();
@@ -827,6 +854,8 @@ START_TEST(inspect_states)
 	pidlock_free(l);
 	ck_assert_int_eq(symlink("x", p), 0);
 	ck_assert_int_eq(pidlock_inspect(p, &info, 0), -ELOOP);
+	ck_assert_int_eq(pidlock_inspect("/nonexistent-dir/x.lock", &info, 0),
+			 -ENOENT);
 }
 END_TEST
 
@@ -868,6 +897,7 @@ int main(void)
 	tcase_add_test(tc, spec_holder_rules);
 	tcase_add_test(tc, grace_waits_for_spec_writer);
 	tcase_add_test(tc, grace_then_takeover);
+	tcase_add_test(tc, bare_live_pid_taken_over);
 	tcase_add_test(tc, inode_check_after_unlink);
 	tcase_add_test(tc, fork_release_pid_check);
 	tcase_add_test(tc, daemonize_flow);
