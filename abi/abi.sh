@@ -18,8 +18,8 @@
 # Only types declared under HEADERS-DIR count: struct pidlock itself is
 # opaque, so its private definition may change freely.
 #
-# The values of the PIDLOCK_* constants (flags, kinds, states, defaults)
-# are compiled into callers but invisible to abidiff, so they are kept in
+# The values of the PIDLOCK_* constants (flags, kinds, states, defaults,
+# and the strings such as the temp-file prefix) are compiled into callers but invisible to abidiff, so they are kept in
 # constants.txt and compared too: a changed or removed value fails, a new
 # constant passes.
 #
@@ -72,17 +72,31 @@ constants() {
 		for h in "$hdrs"/*.h; do
 			echo "#include \"${h##*/}\""
 		done
-		echo 'int main(void)'
-		echo '{'
+		# A string constant prints as its text, anything else as an
+		# integer: (x) + 0 turns a string literal into a char pointer.
+		cat <<-'EOF'
+		static void show_int(const char *name, long long v)
+		{
+			printf("%s %lld\n", name, v);
+		}
+		static void show_str(const char *name, const char *v)
+		{
+			printf("%s \"%s\"\n", name, v);
+		}
+		#define SHOW(x) _Generic((x) + 0, char *: show_str, \
+			const char *: show_str, default: show_int)(#x, (x))
+		int main(void)
+		{
+		EOF
 		cat "$hdrs"/*.h |
 			sed -n -e 's/^[[:space:]]*\(PIDLOCK_[A-Z0-9_]*\)[[:space:]]*=.*/\1/p' \
 				-e 's/^#[[:space:]]*define[[:space:]]\{1,\}\(PIDLOCK_[A-Z0-9_]*\)[[:space:]]\{1,\}[^[:space:]].*/\1/p' |
 			LC_ALL=C sort -u |
-			sed 's/.*/\tprintf("%s %lld\\n", "&", (long long)(&));/'
+			sed 's/.*/\tSHOW(&);/'
 		printf '\treturn 0;\n'
 		echo '}'
 	} >"$tmp/constants.c"
-	"$cc" -I"$hdrs" -o "$tmp/constants" "$tmp/constants.c" ||
+	"$cc" -std=gnu11 -I"$hdrs" -o "$tmp/constants" "$tmp/constants.c" ||
 		die "cannot compile the constants of $hdrs"
 	"$tmp/constants" >"$out"
 	[ -s "$out" ] || die "no PIDLOCK_* constant found in $hdrs"
@@ -98,7 +112,7 @@ check_constants() {
 	[ -s "$tmp/c.lost" ] || return 0
 	echo "$me: public constants removed or changed (baseline value shown):" >&2
 	while read -r name value; do
-		now=$(awk -v n="$name" '$1 == n { print $2 }' "$tmp/c.cur")
+		now=$(awk -v n="$name" '$1 == n { sub(/^[^ ]* /, ""); print }' "$tmp/c.cur")
 		echo "  $name: $value -> ${now:-removed}" >&2
 	done <"$tmp/c.lost"
 	echo "$me: callers have these values compiled in; a reviewed change that is" >&2
