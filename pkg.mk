@@ -26,6 +26,8 @@ PKG_DEBIAN_FILES = \
 	debian/pidlock.lintian-overrides \
 	debian/libpidlock0.install \
 	debian/libpidlock0.symbols \
+	debian/libpidlock-dev.docs \
+	debian/libpidlock-dev.examples \
 	debian/libpidlock-dev.install \
 	debian/pidlock.install \
 	debian/tests/control \
