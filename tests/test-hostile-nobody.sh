@@ -6,8 +6,8 @@
 # the foreign-owner case (only root can make one).
 set -eu
 
-if [ "$(id -u)" -ne 0 ]; then
-	echo "SKIP: not root; test-hostile already ran the permission cases as $(id -un)"
+if [ "$(id -u)" -ne 0 ] || [ -n "${FAKEROOTKEY:-}" ]; then
+	echo "SKIP: not root (fakeroot is not); test-hostile ran the permission cases as this user"
 	exit 77
 fi
 if ! command -v setpriv >/dev/null 2>&1 || ! id nobody >/dev/null 2>&1; then
