@@ -239,6 +239,11 @@ static int decide(struct pidlock *lock, int fd, struct stat *st)
 			note_holder(lock, PIDLOCK_STATE_HELD, busy, &c, st);
 			return TRY_BUSY;
 		}
+		/* Its holder may have unlinked the file and let go after our
+		 * inode check: only now is the check final. */
+		r = same_inode(lock->path, fd, st);
+		if (r != 0)
+			return r < 0 ? r : TRY_AGAIN;
 	}
 	return takeover(lock, fd, st);
 }
