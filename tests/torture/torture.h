@@ -93,6 +93,7 @@ struct kill_stat {
 	long acquisitions;
 	long per_kind[K_NKINDS];
 	long leaves;
+	long dead_inside;	/* killed between its E and L lines */
 	long violations;
 	long counter_errors;
 	long stale_reports;	/* libpidlock verify/release said -ESTALE */
