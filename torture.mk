@@ -66,3 +66,36 @@ check-asan:
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(MAKE) $(AM_MAKEFLAGS) check
 	$(AM_V_at)rm -rf $(ASAN_DIR)
+
+# --- fault injection -------------------------------------------------------
+# The shim is a shared object: LD_PRELOADed by check-notmpfile, linked
+# ahead of the C library by the fault test.
+check_LTLIBRARIES = tests/fault/libfaultshim.la
+tests_fault_libfaultshim_la_SOURCES = tests/fault/faultshim.c \
+	tests/fault/faultshim.h
+tests_fault_libfaultshim_la_LDFLAGS = -avoid-version -shared \
+	-rpath $(abs_builddir)/tests/fault
+tests_fault_libfaultshim_la_LIBADD = -ldl
+
+if HAVE_CHECK
+check_PROGRAMS += tests/fault/test-fault
+tests_fault_test_fault_SOURCES = tests/fault/test-fault.c
+tests_fault_test_fault_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_fault_test_fault_LDADD = tests/fault/libfaultshim.la lib/libpidlock.la \
+	$(CHECK_LIBS)
+TESTS += tests/fault/test-fault
+endif
+
+# The whole suite on a file system without O_TMPFILE, as far as the
+# library can tell; the log proves the named temp file path ran.
+NOTMPFILE_LOG = $(abs_builddir)/notmpfile.log
+check-notmpfile: all tests/fault/libfaultshim.la
+	$(AM_V_at)rm -f $(NOTMPFILE_LOG)
+	$(AM_V_at)$(MAKE) $(AM_MAKEFLAGS) check TESTS_ENVIRONMENT='\
+	  LD_PRELOAD=$(abs_builddir)/tests/fault/.libs/libfaultshim.so; \
+	  FAULT_NOTMPFILE=1; FAULT_LOG=$(NOTMPFILE_LOG); \
+	  export LD_PRELOAD FAULT_NOTMPFILE FAULT_LOG;'
+	$(AM_V_at)grep -q tmpfile-refused $(NOTMPFILE_LOG) && \
+	  grep -q named-temp $(NOTMPFILE_LOG) && \
+	  echo "check-notmpfile: O_TMPFILE refused $$(grep -c tmpfile-refused $(NOTMPFILE_LOG)) times, $$(grep -c named-temp $(NOTMPFILE_LOG)) named temp files made"
+CLEANFILES += $(NOTMPFILE_LOG)
