@@ -29,6 +29,11 @@ TORTURE_SHORT = \
 	tests/torture/short-unsafe-flock.sh \
 	tests/torture/short-unsafe-rename.sh
 TESTS += $(TORTURE_SHORT)
+
+check_PROGRAMS += tests/torture/test-unlink-race
+tests_torture_test_unlink_race_SOURCES = tests/torture/test-unlink-race.c
+tests_torture_test_unlink_race_LDADD = lib/libpidlock.la
+TESTS += tests/torture/test-unlink-race
 EXTRA_DIST += $(TORTURE_SHORT) tests/torture/run.sh tests/torture/README \
 	tests/torture/vg-run
 
@@ -57,11 +62,12 @@ check-valgrind: all
 # configured with --enable-sanitizers.
 ASAN_DIR = _check-asan
 check-asan:
-	$(AM_V_at)rm -rf $(ASAN_DIR)
+	$(AM_V_at)rm -rf $(ASAN_DIR) && mkdir $(ASAN_DIR)
 	$(AM_V_at)$(MAKE) $(AM_MAKEFLAGS) distdir distdir=$(ASAN_DIR)/src
 	$(AM_V_at)cd $(ASAN_DIR)/src && \
 	  ./configure --enable-sanitizers --enable-werror \
 	    $(ASAN_CONFIGURE_FLAGS) >../configure.log && \
+	  grep -q 'sanitizers: *yes' ../configure.log && \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(MAKE) $(AM_MAKEFLAGS) check
