@@ -482,8 +482,8 @@ void run_participant(enum kind k, int slot, long id)
 /* One cycle of an external locker running our critical section. */
 void exec_participant(enum kind k, int slot, long id)
 {
-	char lock[4096], sslot[16], sid[32], scs[16];
-	const char *argv[16];
+	char lock[4096], sslot[16], sid[32], scs[16], stale[16];
+	const char *argv[20];
 	int n = 0;
 
 	snprintf(lock, sizeof(lock), "%s/" LOCK_NAME, cfg->dir);
@@ -494,6 +494,17 @@ void exec_participant(enum kind k, int slot, long id)
 		argv[n++] = cfg->cli;
 		if (k == K_CLI_KEEP)
 			argv[n++] = "--keep-file";
+		/* The tool's modes take turns, one per cycle. */
+		if (id % 3 == 1)
+			argv[n++] = "--no-sync";
+		else if (id % 3 == 2)
+			argv[n++] = "--plain-pid";
+		/* Its stale timeout for spec holders, as the library's. */
+		if (cfg->lib_stale) {
+			snprintf(stale, sizeof(stale), "%u", cfg->lib_stale);
+			argv[n++] = "--stale";
+			argv[n++] = stale;
+		}
 	} else if (k == K_WLE) {
 		argv[n++] = cfg->wle;
 		argv[n++] = "-w";

@@ -458,14 +458,21 @@ static void wind_down(void)
 
 /* --- after the storm ------------------------------------------------------- */
 
-/* Nothing left behind may block a libpidlock acquirer. */
+/*
+ * Nothing left behind may block a libpidlock acquirer.  The bound: an
+ * empty file of an external locker waits out the grace (it might be a
+ * spec writer's), a killed spec holder's file its stale timeout.
+ */
 static void final_acquire(void)
 {
 	char path[4096];
 	struct pidlock *lock;
 	struct pidlock_info info;
-	int timeout = S.cfg.lib_stale ? (int)(S.cfg.lib_stale + 2) * 1000 : 0;
+	int timeout = (int)(S.cfg.grace_ms ? S.cfg.grace_ms : 1000) + 1000;
 	int r;
+
+	if (S.cfg.lib_stale)
+		timeout += (int)(S.cfg.lib_stale + 1) * 1000;
 
 	snprintf(path, sizeof(path), "%s/" LOCK_NAME, S.cfg.dir);
 	r = pidlock_new(&lock, path, S.o.mix->lib_flags);
