@@ -45,6 +45,9 @@ enum {
 #define PIDLOCK_DEFAULT_RETRY_MS 100U
 #define PIDLOCK_DEFAULT_GRACE_MS 200U
 #define PIDLOCK_DEFAULT_MODE 0644U
+/** Names of the library's own temporary files in the lock's directory
+ * start with this (used only where O_TMPFILE is unsupported). */
+#define PIDLOCK_TMP_PREFIX ".pidlock-tmp-"
 /** Longest tag in bytes, without the terminating NUL. */
 #define PIDLOCK_TAG_MAX 255
 
@@ -115,6 +118,38 @@ int pidlock_holder(const struct pidlock *lock, struct pidlock_info *info);
 int pidlock_inspect(const char *path, struct pidlock_info *info,
 		    unsigned int stale_sec);
 const char *pidlock_state_name(enum pidlock_state state);
+
+/* ---- Daemons and pidfile(3) (lib/daemon.c, lib/pidfile.c) -----------
+ * See pidlock_daemon_open(3), pidlock_daemon_refresher_start(3) and
+ * pidlock_pidfile_open(3); <pidlock-pidfile.h> maps the pidfile_* names. */
+
+/** Directory of pidlock_daemon_open()'s default path, /run/NAME.pid. */
+#define PIDLOCK_DAEMON_RUNDIR "/run"
+/** A refresher interval well inside the default stale timeout. */
+#define PIDLOCK_DAEMON_REFRESH_MS 600000U
+
+int pidlock_daemon_open(struct pidlock **lockp, const char *path,
+			unsigned int flags, mode_t mode, pid_t *holder);
+int pidlock_daemon_rebind(struct pidlock *lock);
+
+/** Background refresher thread, see pidlock_daemon_refresher_start(3). */
+struct pidlock_refresher;
+int pidlock_daemon_refresher_start(struct pidlock_refresher **refp,
+				   struct pidlock *lock,
+				   unsigned int interval_ms);
+int pidlock_daemon_refresher_status(const struct pidlock_refresher *ref);
+int pidlock_daemon_refresher_stop(struct pidlock_refresher *ref);
+
+/** pidfile(3) handle; <pidlock-pidfile.h> calls it struct pidfh. */
+struct pidlock_pidfh;
+struct pidlock_pidfh *pidlock_pidfile_open(const char *path, mode_t mode,
+					   pid_t *pidptr);
+int pidlock_pidfile_write(struct pidlock_pidfh *pfh);
+int pidlock_pidfile_close(struct pidlock_pidfh *pfh);
+int pidlock_pidfile_remove(struct pidlock_pidfh *pfh);
+int pidlock_pidfile_fileno(const struct pidlock_pidfh *pfh);
+struct pidlock *pidlock_pidfile_handle(struct pidlock_pidfh *pfh);
+/* ---- end of daemons and pidfile(3) ---------------------------------- */
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* pidlock_acquire(): the loop over create, take over, and wait. */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -64,14 +65,25 @@ static int wait_busy(struct pidlock *lock, struct watch *w, int *fdp,
 	return 0;
 }
 
+/*
+ * Creating the temp file needs write access to the directory (and free
+ * space); taking over an existing lock file does not.  So a failure to
+ * create sends us to step 3, and is reported only if there is no file.
+ */
+static bool create_error_may_pass(int r)
+{
+	return r == -EACCES || r == -EPERM || r == -ENOSPC || r == -EDQUOT;
+}
+
 static int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 			int *fdp)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1
+			 : timeout_ms == 0 ? 0 : now_ms() + timeout_ms;
 	int retries = 0;
 
 	for (;;) {
-		int r;
+		int r, create_err = 0;
 
 		if (*fdp < 0) {
 			r = create_publish(lock);
@@ -79,10 +91,14 @@ static int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 				return 0;
 			if (r == -EAGAIN && retries++ < CREATE_RETRIES)
 				continue;
-			if (r != -EEXIST)
+			if (create_error_may_pass(r))
+				create_err = r;
+			else if (r != -EEXIST)
 				return r;
 		}
-		r = try_existing(lock, timeout_ms < 0, fdp);
+		r = try_existing(lock, deadline, fdp);
+		if (r == TRY_AGAIN && create_err)
+			return create_err;
 		if (r < 0)
 			return r;
 		if (r == TRY_HELD_BY_US)

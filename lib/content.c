@@ -6,6 +6,8 @@
  * keys ignored, last duplicate wins) so that we classify a file the way
  * they do.  Nothing here touches the file system.
  */
+#include "config.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>

@@ -5,7 +5,8 @@
  * name exists.  A spec-only reader therefore never sees our file empty
  * or half written, and the file is locked before it has a name.
  */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,9 +22,12 @@ enum { LINK_EMPTY_PATH = 0, LINK_PROC, LINK_NAMED };
 
 static unsigned int tmp_counter;
 
+/* The path opened is the directory, which may be reached through a
+ * symlink (/var/run -> /run): O_NOFOLLOW would refuse it with ENOTDIR. */
 static int open_unnamed(struct pidlock *lock)
 {
-	int fd = open(lock->dir, O_TMPFILE | OPEN_FLAGS, lock->mode);
+	int fd = open(lock->dir, O_TMPFILE | (OPEN_FLAGS & ~O_NOFOLLOW),
+		      lock->mode);
 
 	if (fd >= 0)
 		return fd;

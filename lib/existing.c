@@ -5,7 +5,8 @@
  * inode we locked, then read the record and decide whether its writer
  * still holds the lock (see doc/protocol.md, rules A-C).
  */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -64,17 +65,23 @@ int same_inode(const char *path, int fd, struct stat *st)
 	return lst.st_dev != st->st_dev || lst.st_ino != st->st_ino;
 }
 
+/*
+ * Devices, FIFOs and sockets are refused before open(2), which could
+ * have side effects on a device.  Symlinks and directories are left to
+ * open(2) itself: O_NOFOLLOW refuses a symlink (ELOOP) even if one is
+ * swapped in after the lstat, and O_RDWR a directory (EISDIR).
+ * O_NONBLOCK keeps a FIFO swapped in late from hanging us.
+ */
 static int open_existing(const char *path)
 {
 	struct stat lst;
-	int fd, r;
+	int fd;
 
-	/* Refuse FIFOs and devices before open(2) can have side effects. */
 	if (lstat(path, &lst) < 0)
 		return -errno;
-	r = check_type(lst.st_mode);
-	if (r < 0)
-		return r;
+	if (!S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode) &&
+	    !S_ISDIR(lst.st_mode))
+		return -EINVAL;
 	fd = open(path, OPEN_EXISTING);
 	if (fd >= 0)
 		return fd;
@@ -137,8 +144,15 @@ static void note_kernel_holder(struct pidlock *lock, int fd, unsigned int busy)
 	struct stat st;
 	ssize_t n;
 
+	pid_t ignored = 0;
+	int ofd;
+
 	if (fstat(fd, &st) < 0)
 		return;
+	/* klock_take stops at the first busy kind; the OFD query is cheap. */
+	ofd = klock_query_ofd(fd, &ignored);
+	if (ofd > 0)
+		busy |= (unsigned int)ofd;
 	n = read_bounded(fd, buf, sizeof(buf));
 	content_parse(buf, n > 0 ? (size_t)n : 0, &c);
 	note_holder(lock, PIDLOCK_STATE_HELD, busy, &c, &st);
@@ -168,10 +182,12 @@ static int read_record(int fd, struct content *c)
  * The record is incomplete: it may be a spec-only peer between its
  * O_EXCL create and its write.  Watch for that write until the grace
  * period, counted from the file's mtime, is over; *c is then the
- * latest record.
+ * latest record.  Returns 1 if the caller's deadline (-1: none) came
+ * first, the file still within its grace.
  */
 static int wait_for_writer(struct pidlock *lock, int fd,
-			   const struct stat *st, struct content *c)
+			   const struct stat *st, struct content *c,
+			   int64_t deadline)
 {
 	int64_t left = grace_left_ms(st, lock->grace_ms);
 	int64_t until = now_ms() + left;
@@ -180,6 +196,9 @@ static int wait_for_writer(struct pidlock *lock, int fd,
 
 	if (left <= 0)
 		return 0;
+	/* The caller's time limit comes first: a try-once does not wait. */
+	if (deadline >= 0 && deadline < until)
+		until = deadline;
 	watch_init(&w, NULL);
 	watch_file(&w, lock->path, WATCH_WRITES);
 	for (;;) {
@@ -187,14 +206,16 @@ static int wait_for_writer(struct pidlock *lock, int fd,
 		if (r < 0 || c->marker || content_is_spec(c))
 			break;
 		left = until - now_ms();
-		if (left <= 0)
+		if (left <= 0) {
+			r = grace_left_ms(st, lock->grace_ms) > 0;
 			break;
+		}
 		r = watch_wait(&w, NULL, left, GRACE_POLL_MS);
 		if (r < 0)
 			break;
 	}
 	watch_close(&w);
-	return r < 0 ? r : 0;
+	return r;
 }
 
 static int takeover(struct pidlock *lock, int fd, const struct stat *st)
@@ -217,7 +238,8 @@ static int takeover(struct pidlock *lock, int fd, const struct stat *st)
 }
 
 /* We hold our kernel locks on the file at the path: whose is it? */
-static int decide(struct pidlock *lock, int fd, struct stat *st)
+static int decide(struct pidlock *lock, int fd, struct stat *st,
+		  int64_t deadline)
 {
 	unsigned int others = KINDS_ALL & ~lock->kinds, busy = 0;
 	struct content c;
@@ -227,9 +249,14 @@ static int decide(struct pidlock *lock, int fd, struct stat *st)
 		r = repair_links(lock, fd, &c, st);
 	/* Rule C: incomplete content waits out the grace, then is ours. */
 	if (r == 0 && !c.marker && !content_is_spec(&c))
-		r = wait_for_writer(lock, fd, st, &c);
+		r = wait_for_writer(lock, fd, st, &c, deadline);
 	if (r < 0)
 		return r;
+	if (r > 0 && !c.marker && !content_is_spec(&c)) {
+		/* Maybe a spec-only writer: busy until the grace is over. */
+		note_holder(lock, PIDLOCK_STATE_HELD_SPEC, 0, &c, st);
+		return TRY_BUSY;
+	}
 	/* Rule B: a spec-only holder holds no kernel lock; only staleness
 	 * (old AND dead) frees it. */
 	if (!c.marker && content_is_spec(&c) && !spec_is_stale(lock, &c)) {
@@ -255,7 +282,7 @@ static int decide(struct pidlock *lock, int fd, struct stat *st)
 	return takeover(lock, fd, st);
 }
 
-static int lock_and_check(struct pidlock *lock, int fd, bool wait,
+static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
 			  unsigned int *busy)
 {
 	struct stat st;
@@ -267,7 +294,7 @@ static int lock_and_check(struct pidlock *lock, int fd, bool wait,
 	if (r == 0)
 		r = check_owner(lock, &st);
 	if (r == 0)
-		r = klock_take(fd, lock->kinds, wait, busy);
+		r = klock_take(fd, lock->kinds, deadline == -1, busy);
 	if (r < 0)
 		return r;
 	/* The inode check: a holder may have unlinked or replaced the file
@@ -275,16 +302,17 @@ static int lock_and_check(struct pidlock *lock, int fd, bool wait,
 	r = same_inode(lock->path, fd, &st);
 	if (r != 0)
 		return r < 0 ? r : TRY_AGAIN;
-	return decide(lock, fd, &st);
+	return decide(lock, fd, &st, deadline);
 }
 
 /*
+ * deadline: CLOCK_MONOTONIC ms, 0 to try once, -1 to block in the kernel.
  * *fdp: a descriptor kept from an earlier busy try, or -1.  On TRY_BUSY
  * for a kernel-lock holder without waiting, the descriptor is handed
  * back in *fdp so the wait can watch that inode; otherwise it is closed
  * or owned by the lock.
  */
-int try_existing(struct pidlock *lock, bool wait, int *fdp)
+int try_existing(struct pidlock *lock, int64_t deadline, int *fdp)
 {
 	unsigned int busy = 0;
 	int fd = *fdp;
@@ -298,7 +326,7 @@ int try_existing(struct pidlock *lock, bool wait, int *fdp)
 		if (fd < 0)
 			return fd;
 	}
-	r = lock_and_check(lock, fd, wait, &busy);
+	r = lock_and_check(lock, fd, deadline, &busy);
 	if (r == -EWOULDBLOCK) {
 		note_kernel_holder(lock, fd, busy);
 		*fdp = fd;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The handle: creation, settings, accessors. */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>

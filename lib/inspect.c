@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* pidlock_inspect() and the holder report: read, never lock. */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -48,6 +50,22 @@ static enum pidlock_state classify(unsigned int kernel,
 	if (grace_left_ms(st, PIDLOCK_DEFAULT_GRACE_MS) > 0)
 		return PIDLOCK_STATE_HELD_SPEC;
 	return PIDLOCK_STATE_ABANDONED;
+}
+
+/* No file is "free" only if the directory exists to hold one. */
+static int free_or_missing_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (!slash)
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path),
+		 path);
+	if (stat(dir, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
 /* /proc/locks sees flock and OFD holders; without /proc, ask F_OFD_GETLK
@@ -96,7 +114,7 @@ PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
 	if (r < 0)
 		return r;
 	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : -errno;
+		return errno == ENOENT ? free_or_missing_dir(path) : -errno;
 	r = check_type(st.st_mode);
 	if (r < 0)
 		return r;

@@ -25,7 +25,7 @@
 /* While waiting out the grace period without inotify, look this often. */
 #define GRACE_POLL_MS 5
 /* Named temp files (no O_TMPFILE) start with this, in the lock's dir. */
-#define TMP_PREFIX ".pidlock-tmp-"
+#define TMP_PREFIX PIDLOCK_TMP_PREFIX
 #define PATH_BUF (PATH_MAX + 64)
 
 #define KINDS_ALL (PIDLOCK_KIND_FLOCK | PIDLOCK_KIND_OFD)
@@ -111,7 +111,7 @@ int create_publish(struct pidlock *lock);
 /* existing.c */
 int check_type(mode_t mode);
 int same_inode(const char *path, int fd, struct stat *st);
-int try_existing(struct pidlock *lock, bool wait, int *fdp);
+int try_existing(struct pidlock *lock, int64_t deadline, int *fdp);
 
 /* inspect.c */
 void fill_info(struct pidlock_info *info, enum pidlock_state state,

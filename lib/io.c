@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Small I/O and clock helpers shared by the lock paths. */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -10,22 +11,15 @@
 
 #include "internal.h"
 
+/* A short read of a regular file means end of file: no second call. */
 ssize_t read_bounded(int fd, char *buf, size_t size)
 {
-	size_t got = 0;
+	ssize_t n;
 
-	while (got < size) {
-		ssize_t n = pread(fd, buf + got, size - got, (off_t)got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
+	do
+		n = pread(fd, buf, size, 0);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
 }
 
 static int pwrite_all(int fd, const char *buf, size_t len)

@@ -7,7 +7,8 @@
  * belong to the open file description, so they vanish with its last
  * descriptor: a holder that dies frees the lock at once.
  */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

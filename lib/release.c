@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Holding: verify, refresh, release, close. */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -6,7 +6,8 @@
  * bounded by a poll interval, for file systems that send no events
  * (NFS changes made by other hosts) or when inotify is unavailable.
  */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>

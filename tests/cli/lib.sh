@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Helpers for the pidlock(1) tests; sourced by each tests/cli/*.sh.
+# The harness runs the tests from the top build directory.
+
+set -u
+
+PIDLOCK=${PIDLOCK:-$PWD/tools/pidlock}
+CLI_SRCDIR=$(cd "$(dirname "$0")" && pwd)
+TOP_SRCDIR=$(cd "$CLI_SRCDIR/../.." && pwd)
+T=$(mktemp -d "${TMPDIR:-/tmp}/pidlock-cli.XXXXXX") || exit 99
+BG=""
+CHECKS=0
+
+if [ ! -x "$PIDLOCK" ]; then
+	echo "no pidlock at $PIDLOCK; build it first" >&2
+	exit 99
+fi
+
+cleanup() {
+	for p in $BG; do
+		kill -KILL -- "-$p" "$p" 2>/dev/null
+	done
+	for f in "$T"/*.cmdpid; do
+		[ -f "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+pass() {
+	CHECKS=$((CHECKS + 1))
+	echo "ok $CHECKS - $*"
+}
+
+done_testing() {
+	echo "# $CHECKS checks passed"
+	exit 0
+}
+
+# expect RC DESCRIPTION -- COMMAND...: run it, compare the exit status.
+expect() {
+	local want=$1 what=$2 rc
+	shift 3
+	"$@"
+	rc=$?
+	[ "$rc" -eq "$want" ] || fail "$what: exit status $rc, expected $want"
+	pass "$what"
+}
+
+# Remember a background process for cleanup.
+track() {
+	BG="$BG $1"
+}
+
+# wait_until COMMAND...: poll for up to 10 s.
+wait_until() {
+	local i
+	for i in $(seq 200); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	fail "timed out waiting for: $*"
+}
+
+status_is() {
+	"$PIDLOCK" --status "$1" >/dev/null 2>&1
+	[ $? -eq "$2" ]
+}
+
+held() {
+	status_is "$1" 1
+}
+
+# Gone, or a zombie nobody reaps (our reparented processes).
+gone() {
+	[ ! -e "/proc/$1" ] || grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null
+}
+
+# key=value from a lock file
+field() {
+	sed -n "s/^$2=//p" "$1" | tail -n 1
+}
+
+# The system's python3 starts faster than a version manager's shim.
+if [ -x /usr/bin/python3 ]; then
+	PYTHON=/usr/bin/python3
+else
+	PYTHON=python3
+fi
+
+# json_flat FILE: parse FILE as JSON (strict UTF-8) into FILE.flat, one
+# "N.key=value" line per key of lock object N; strings raw, the rest JSON.
+json_flat() {
+	"$PYTHON" -c '
+import json, sys
+d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
+for i, l in enumerate(d["locks"]):
+    for k, v in l.items():
+        print("%d.%s=%s" % (i, k, v if isinstance(v, str) else json.dumps(v)))
+' "$1" > "$1.flat" || fail "not valid JSON: $(cat "$1")"
+}
+
+# jv FILE N KEY: a value from FILE.flat
+jv() {
+	sed -n "s/^$2\.$3=//p" "$1.flat"
+}
+
+# status_json ARGS...: pidlock --status --json ARGS > j, parsed; the exit
+# status in JRC.
+status_json() {
+	"$PIDLOCK" --status --json "$@" > j
+	JRC=$?
+	json_flat j
+}
+
+# A pid that certainly names no process: a child that has been reaped.
+dead_pid() {
+	sh -c 'exit 0' &
+	local p=$!
+	wait "$p"
+	echo "$p"
+}
+
+# A spec-only lock made the way shell spec lockers make it: noclobber
+# (O_EXCL) create, then pid= and timestamp=.
+spec_lock() {
+	( set -C; printf 'pid=%s\ntimestamp=%s\n' "$2" "$3" > "$1" )
+}
+
+# Start pidlock in the background with SIGINT and SIGQUIT at their
+# defaults (a non-interactive shell ignores them in background jobs), in
+# a process group of its own so that cleanup reaches its command too.
+start_bg() {
+	setsid env --default-signal=INT,QUIT "$PIDLOCK" "$@" &
+	LAST=$!
+	track "$LAST"
+}
+
+# bg_peer COMMAND...: a peer locker in the background, cleaned up likewise.
+bg_peer() {
+	setsid "$@" &
+	LAST=$!
+	track "$LAST"
+}

@@ -1,0 +1,100 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# --remove deletes a lock file only if it can be acquired: never a held
+# lock, whoever holds it.
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 99
+
+expect 0 "nothing to remove is success" -- "$PIDLOCK" --remove none.lock
+[ ! -e none.lock ] || fail "--remove created a file"
+expect 66 "a missing directory is an error" -- "$PIDLOCK" --remove nodir/x.lock
+
+# A crashed holder's file goes.
+start_bg crash.lock sh -c 'echo $$ > c.cmdpid; exec sleep 30'
+pl=$LAST
+wait_until test -s c.cmdpid
+kill -KILL "$pl" "$(cat c.cmdpid)"
+wait "$pl" 2>/dev/null
+wait_until gone "$(cat c.cmdpid)"
+expect 0 "a crashed holder's file is removed" -- "$PIDLOCK" -v --remove crash.lock
+[ ! -e crash.lock ] || fail "crash.lock is still there"
+pass "and is gone"
+
+# A held lock stays, with every option.
+start_bg --tag keep held.lock sleep 30
+holder=$LAST
+wait_until held held.lock
+ino=$(stat -c %i held.lock)
+"$PIDLOCK" --remove held.lock 2> err
+[ $? -eq 1 ] || fail "--remove of a held lock: exit status"
+grep -q "held.lock: not removed, held by pid $holder" err || fail "message: $(cat err)"
+pass "--remove refuses a held lock with 1 and says who holds it"
+expect 5 "--remove -E 5" -- "$PIDLOCK" --remove -E 5 held.lock
+expect 1 "--remove -w 0.2 times out" -- "$PIDLOCK" --remove -w 0.2 held.lock
+expect 1 "--remove -n" -- "$PIDLOCK" --remove -n held.lock
+"$PIDLOCK" --remove -q held.lock 2> err
+[ $? -eq 0 ] && [ ! -s err ] || fail "--remove -q: $(cat err)"
+pass "--remove -q: exit 0, silent"
+[ "$(stat -c %i held.lock)" = "$ino" ] && [ "$(field held.lock pid)" = "$holder" ] &&
+	[ "$(field held.lock tag)" = keep ] || fail "the held lock file was touched"
+held held.lock || fail "the lock is no longer held"
+pass "the held lock is untouched and still held"
+kill -TERM "$holder"
+wait "$holder"
+
+# -w: wait for a holder that leaves its file (--keep-file), then remove.
+start_bg --keep-file kept.lock sleep 0.5
+wait_until held kept.lock
+expect 0 "--remove -w waits for the holder, then removes" -- \
+	"$PIDLOCK" --remove -w 10 kept.lock
+[ ! -e kept.lock ] || fail "kept.lock is still there"
+
+# Peers: their locks stay.
+bg_peer flock fl.lock sleep 30
+wait_until held fl.lock
+expect 1 "a flock(1) lock is not removed" -- "$PIDLOCK" --remove fl.lock
+[ -e fl.lock ] || fail "fl.lock was removed"
+bg_peer with-lock-ex -w wle.lock sleep 30
+wait_until held wle.lock
+expect 1 "a with-lock-ex lock is not removed" -- "$PIDLOCK" --remove wle.lock
+[ -e wle.lock ] || fail "wle.lock was removed"
+spec_lock spec.lock $$ "$(date +%s)"
+expect 1 "a spec-only lock is not removed" -- "$PIDLOCK" --remove spec.lock
+[ -e spec.lock ] || fail "spec.lock was removed"
+spec_lock stale.lock "$(dead_pid)" $(( $(date +%s) - 600 ))
+expect 1 "a spec-only lock within the stale timeout is not removed" -- \
+	"$PIDLOCK" --remove stale.lock
+expect 0 "a stale spec-only lock is removed (--stale 60)" -- \
+	"$PIDLOCK" --remove --stale 60 stale.lock
+[ ! -e stale.lock ] || fail "stale.lock is still there"
+
+# dotlockfile(1) writes a bare pid and holds no kernel lock.
+if command -v dotlockfile >/dev/null; then
+	sh -c 'dotlockfile -p -l dot.lock; echo $$ > dot.owner; exec sleep 30' &
+	track $!
+	wait_until test -s dot.owner
+	"$PIDLOCK" --remove dot.lock 2> err
+	[ $? -eq 1 ] || fail "a dotlockfile lock of a live process was removed"
+	grep -q "not removed, it names pid" err || fail "message: $(cat err)"
+	pass "a dotlockfile lock whose process lives is not removed"
+else
+	fail "dotlockfile (liblockfile-bin) is not installed"
+fi
+printf '%s\n' "$(dead_pid)" > olddot.lock
+touch -d '1 hour ago' olddot.lock
+expect 0 "a bare-pid file whose process is gone is removed" -- \
+	"$PIDLOCK" --remove olddot.lock
+[ ! -e olddot.lock ] || fail "olddot.lock is still there"
+
+# Several files: each on its own, the largest status.
+start_bg many.lock sleep 30
+wait_until held many.lock
+printf 'pid=%s\ntimestamp=1\nlock=flock,ofd\n' "$(dead_pid)" > left.lock
+"$PIDLOCK" --remove left.lock many.lock none.lock 2> /dev/null
+[ $? -eq 1 ] || fail "several: exit status"
+[ ! -e left.lock ] && [ -e many.lock ] || fail "several: wrong files removed"
+pass "several files: the free ones go, the held one stays, exit 1"
+mkdir dir.lock
+expect 66 "--remove of a directory" -- "$PIDLOCK" --remove dir.lock
+[ -d dir.lock ] || fail "the directory went"
+done_testing

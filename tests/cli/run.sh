@@ -1,0 +1,107 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Running a command: the record while it runs, the exit status, release,
+# and the options that shape the lock file.
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 99
+
+# The command sees the lock file as it is while it runs.
+"$PIDLOCK" x.lock sh -c 'cp x.lock seen; echo $PPID > ppid; echo "$@" > args' \
+	sh one 'two words'
+[ $? -eq 0 ] || fail "plain run failed"
+[ "$(field seen pid)" = "$(cat ppid)" ] ||
+	fail "pid= is $(field seen pid), not pidlock's pid $(cat ppid)"
+pass "the lock file names the pidlock process, the command's parent"
+now=$(date +%s)
+ts=$(field seen timestamp)
+[ "$ts" -ge $((now - 5)) ] && [ "$ts" -le "$now" ] || fail "timestamp=$ts, now $now"
+pass "the lock file has a current timestamp"
+[ "$(field seen lock)" = "flock,ofd" ] || fail "lock= is $(field seen lock)"
+pass "both kernel locks by default"
+grep -q '^tag=' seen && fail "tag= without --tag"
+[ "$(head -n 1 seen)" = "pid=$(cat ppid)" ] || fail "first line: $(head -n 1 seen)"
+pass "no tag and no bare pid line by default"
+[ "$(cat args)" = "one two words" ] || fail "arguments: $(cat args)"
+pass "the command gets its arguments"
+[ ! -e x.lock ] || fail "lock file left after release"
+pass "release deletes the lock file"
+
+expect 3 "the command's exit status is passed on" -- "$PIDLOCK" x.lock sh -c 'exit 3'
+expect 255 "exit status 255 is passed on" -- "$PIDLOCK" x.lock sh -c 'exit 255'
+[ ! -e x.lock ] || fail "lock file left after a failing command"
+pass "a failing command releases the lock too"
+
+# -c runs one shell command line with /bin/sh.
+"$PIDLOCK" x.lock -c 'echo "$0" > sh0; test -e x.lock && exit 4'
+[ $? -eq 4 ] || fail "-c: exit status"
+[ "$(cat sh0)" = /bin/sh ] || fail "-c ran $(cat sh0), not /bin/sh"
+pass "-c runs the command line with /bin/sh, under the lock"
+expect 5 "--command is -c" -- "$PIDLOCK" x.lock --command 'exit 5'
+SHELL=/bin/false "$PIDLOCK" x.lock -c 'exit 6'
+[ $? -eq 6 ] || fail "-c used \$SHELL"
+pass "-c ignores \$SHELL"
+expect 7 "-- ends the options before the command" -- \
+	"$PIDLOCK" x.lock -- sh -c 'exit 7'
+
+# With stdout and stderr closed, the lock file must not become the
+# command's output: they get /dev/null instead.
+"$PIDLOCK" x.lock sh -c 'echo junk; echo junk >&2; cp x.lock closed' >&- 2>&-
+[ "$(head -n 1 closed)" = "pid=$(field closed pid)" ] && ! grep -q junk closed ||
+	fail "closed stdout: the lock file got: $(cat closed)"
+pass "closed standard descriptors never alias the lock file"
+
+# --tag, --plain-pid
+"$PIDLOCK" --tag 'nightly backup "db"' x.lock cp x.lock tagged
+[ "$(field tagged tag)" = 'nightly backup "db"' ] || fail "tag= is $(field tagged tag)"
+pass "--tag goes into the lock file"
+"$PIDLOCK" --tag "$(printf 'a\tb')" x.lock cp x.lock tagged2
+[ "$(field tagged2 tag)" = 'a?b' ] || fail "control character in tag: $(field tagged2 tag)"
+pass "--tag: control characters are cleaned"
+"$PIDLOCK" --plain-pid x.lock sh -c 'cp x.lock plain; echo $PPID > ppid'
+[ "$(head -n 1 plain)" = "$(cat ppid)" ] || fail "first line: $(head -n 1 plain)"
+[ "$(field plain pid)" = "$(cat ppid)" ] || fail "--plain-pid lost pid="
+pass "--plain-pid writes the bare pid first, and keeps pid="
+
+# --keep-file: the file stays, left for the next locker.
+expect 0 "--keep-file run" -- "$PIDLOCK" --keep-file x.lock true
+[ -f x.lock ] || fail "--keep-file: the file is gone"
+pass "--keep-file leaves the lock file"
+expect 2 "a kept file is abandoned" -- "$PIDLOCK" --status x.lock
+expect 0 "the next locker takes a kept file over" -- "$PIDLOCK" -n x.lock true
+[ ! -e x.lock ] || fail "the next locker did not delete it"
+pass "and deletes it on release"
+
+# --flock-only and --fcntl-only: the marker and the kernel's own list.
+"$PIDLOCK" --flock-only x.lock sh -c 'cp x.lock m; "$0" --status --json x.lock > j' "$PIDLOCK"
+[ "$(field m lock)" = flock ] || fail "--flock-only marker: $(field m lock)"
+json_flat j
+[ "$(jv j 0 kernel_locks)" = '["flock"]' ] ||
+	fail "--flock-only kernel locks: $(cat j)"
+pass "--flock-only takes only flock"
+"$PIDLOCK" --fcntl-only x.lock sh -c 'cp x.lock m; "$0" --status --json x.lock > j' "$PIDLOCK"
+[ "$(field m lock)" = ofd ] || fail "--fcntl-only marker: $(field m lock)"
+json_flat j
+[ "$(jv j 0 kernel_locks)" = '["fcntl"]' ] ||
+	fail "--fcntl-only kernel locks: $(cat j)"
+pass "--fcntl-only takes only the fcntl lock"
+"$PIDLOCK" x.lock sh -c '"$0" --status --json x.lock > j' "$PIDLOCK"
+json_flat j
+[ "$(jv j 0 kernel_locks)" = '["flock", "fcntl"]' ] ||
+	fail "default kernel locks: $(cat j)"
+pass "by default the kernel lists both locks"
+
+# --no-sync: no fdatasync(2); without it, at least one.
+# (LeakSanitizer cannot run under ptrace: a sanitizer build skips it here.)
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+if command -v strace >/dev/null && strace -o /dev/null true 2>/dev/null; then
+	strace -f -e trace=fdatasync -o sync.tr "$PIDLOCK" x.lock true ||
+		fail "run under strace"
+	grep -q 'fdatasync(' sync.tr || fail "no fdatasync without --no-sync"
+	strace -f -e trace=fdatasync -o nosync.tr "$PIDLOCK" --no-sync x.lock true ||
+		fail "--no-sync run under strace"
+	grep -q 'fdatasync(' nosync.tr && fail "fdatasync with --no-sync"
+	pass "--no-sync skips fdatasync, the default syncs"
+else
+	fail "strace cannot trace here; --no-sync is untested"
+fi
+done_testing

@@ -1,0 +1,72 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The service files of doc/examples, with examples/daemon in them:
+#  - systemd-analyze verify finds nothing to say about the unit;
+#  - the SysV init script starts, reports (LSB status_of_proc, which reads
+#    the first line with pidofproc), stops, and restarts after a SIGKILL.
+# Run under tests/daemon/reaper (see flow-example.sh).
+set -eu
+top=${srcdir:-.}
+daemon=$PWD/examples/daemon
+for tool in systemd-analyze start-stop-daemon; do
+	command -v "$tool" >/dev/null 2>&1 ||
+		{ echo "doc-examples: $tool is required (systemd, dpkg)" >&2; exit 99; }
+done
+[ -r /lib/lsb/init-functions ] ||
+	{ echo "doc-examples: /lib/lsb/init-functions is required" >&2; exit 99; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/pidlock-doc.XXXXXX")
+pidfile=$tmp/exampled.pid
+cleanup() {
+	left=$(head -n1 "$pidfile" 2>/dev/null || true)
+	[ -z "$left" ] || kill -9 "$left" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+umask 022
+fail() { echo "not ok - $*" >&2; exit 1; }
+
+# --- systemd --------------------------------------------------------------
+sed -e "s|/usr/sbin/exampled|$daemon|" -e "s|/run/exampled.pid|$pidfile|g" \
+	"$top/doc/examples/daemon.service" >"$tmp/exampled.service"
+grep -q "^ExecStart=$daemon $pidfile\$" "$tmp/exampled.service" ||
+	fail "unit: ExecStart= not as expected"
+out=$(cd "$tmp" && systemd-analyze verify --man=no ./exampled.service 2>&1) ||
+	fail "systemd-analyze verify: $out"
+[ -z "$out" ] || fail "systemd-analyze verify: $out"
+echo "ok 1 - systemd-analyze verify: Type=forking, PIDFile="
+
+# --- SysV / LSB -------------------------------------------------------------
+init() { DAEMON=$daemon PIDFILE=$pidfile sh "$top/doc/examples/daemon.init" "$@"; }
+alive() { [ -d "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+wait_gone() {
+	i=0
+	while [ -e "/proc/$1" ]; do	# reaped, not just a zombie
+		i=$((i + 1)); [ $i -le 500 ] || fail "pid $1 did not go away"; sleep 0.02
+	done
+}
+status() { rc=0; init status >/dev/null 2>&1 || rc=$?; echo $rc; }
+
+init start >/dev/null || fail "init start"
+p1=$(head -n1 "$pidfile")
+alive "$p1" || fail "init start: $p1 not running"
+[ "$(status)" = 0 ] || fail "init status while running"
+init start >/dev/null || fail "init start while running"
+[ "$(head -n1 "$pidfile")" = "$p1" ] || fail "second init start replaced $p1"
+echo "ok 2 - init start, status 0 (pidofproc read pid $p1), start again is a no-op"
+
+kill -9 "$p1"
+wait_gone "$p1"
+[ "$(status)" = 1 ] || fail "init status after SIGKILL: want 1 (dead, pidfile exists)"
+init start >/dev/null || fail "init start after SIGKILL"
+p2=$(head -n1 "$pidfile")
+[ "$p2" != "$p1" ] && alive "$p2" || fail "restart after SIGKILL"
+echo "ok 3 - after SIGKILL: status 1, start at once (pid $p2)"
+
+init stop >/dev/null || fail "init stop"
+wait_gone "$p2"
+[ ! -e "$pidfile" ] || fail "init stop left the pidfile"
+[ "$(status)" = 3 ] || fail "init status after stop: want 3"
+init stop >/dev/null || fail "init stop when stopped"
+echo "ok 4 - init stop: daemon and file gone, status 3"
+echo "1..4"

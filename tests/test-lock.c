@@ -1,0 +1,921 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Protocol rules, one test (at least) per rule; each names the rule of
+ * doc/protocol.md it guards and would fail if that rule were removed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static struct pidlock *mk(const char *path, unsigned int flags)
+{
+	struct pidlock *l;
+
+	ck_assert_int_eq(pidlock_new(&l, path, flags), 0);
+	return l;
+}
+
+static const char *pid_line(pid_t pid)
+{
+	static char buf[64];
+
+	snprintf(buf, sizeof(buf), "pid=%ld\n", (long)pid);
+	return buf;
+}
+
+/* Rule "content": pid=, timestamp=, tag=, lock= marker; LF endings. */
+START_TEST(acquire_writes_record)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	char want[256];
+	long now = (long)time(NULL);
+	struct stat st;
+	long ts;
+
+	ck_assert_int_eq(pidlock_set_tag(l, "nightly backup"), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(sscanf(tu_read(p), "pid=%*d\ntimestamp=%ld", &ts), 1);
+	ck_assert_int_ge(ts, now);
+	ck_assert_int_le(ts, now + 2);
+	snprintf(want, sizeof(want), "pid=%ld\ntimestamp=%ld\ntag=nightly backup\n"
+		 "lock=flock,ofd\n", (long)getpid(), ts);
+	ck_assert_str_eq(tu_read(p), want);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0644 & ~0022);
+	ck_assert_int_eq(st.st_nlink, 1);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert(!tu_exists(p));
+	pidlock_free(l);
+}
+END_TEST
+
+/* Rule "plain pid": the bare pid leads, for PIDFile= and pkill -F. */
+START_TEST(plain_pid_first_line)
+{
+	const char *p = tu_path("a.pid");
+	struct pidlock *l = mk(p, PIDLOCK_PLAIN_PID);
+	char want[32];
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	snprintf(want, sizeof(want), "%ld\npid=%ld\n", (long)getpid(),
+		 (long)getpid());
+	ck_assert(strncmp(tu_read(p), want, strlen(want)) == 0);
+	ck_assert_int_eq(tu_sh("test \"$(head -n1 '%s')\" = %ld", p,
+			       (long)getpid()), 0);
+	pidlock_free(l);
+	ck_assert(!tu_exists(p));
+}
+END_TEST
+
+/* Rule "held": two handles exclude each other, even in one process
+ * (both kernel locks belong to the open file description). */
+START_TEST(two_handles_one_process)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *a = mk(p, 0), *b = mk(p, 0);
+	struct pidlock_info info;
+
+	ck_assert_int_eq(pidlock_acquire(a, 0), 0);
+	ck_assert_int_eq(pidlock_acquire(b, 0), -EWOULDBLOCK);
+	ck_assert_int_eq(pidlock_holder(b, &info), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD);
+	ck_assert_int_eq(info.pid, getpid());
+	ck_assert_int_eq(info.kernel_pid, getpid());
+	ck_assert_int_eq(pidlock_acquire(a, 0), -EALREADY);
+	ck_assert_int_eq(pidlock_release(a), 0);
+	ck_assert_int_eq(pidlock_acquire(b, 0), 0);
+	ck_assert_int_eq(pidlock_holder(b, &info), -ENODATA);
+	pidlock_free(a);
+	pidlock_free(b);
+}
+END_TEST
+
+/* Rule "held", flock half: a flock(2) holder (fslock-guard, flock(1),
+ * libbsd) on the file at the path keeps us out. */
+START_TEST(flock_holder_excludes)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(flock(fd, LOCK_EX), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	ck_assert_int_eq(pidlock_acquire(l, 150), -ETIMEDOUT);
+	close(fd);
+	/* Its fresh empty file is ours once the grace has passed. */
+	ck_assert_int_eq(pidlock_acquire(l, 2000), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+static int posix_hold(struct tu_child *c, void *arg)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+			    .l_start = 0, .l_len = 1 };
+	int fd = open(arg, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+	if (fd < 0 || fcntl(fd, F_SETLK, &fl) < 0)
+		return 2;
+	tu_signal(c, 'L');
+	tu_wait_parent(c);
+	return 0;
+}
+
+/* Rule "held", OFD half: a classic fcntl lock on byte 0 (with-lock-ex's
+ * protocol) keeps us out. */
+START_TEST(fcntl_holder_excludes)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	struct tu_child c;
+
+	tu_spawn(&c, posix_hold, (void *)p);
+	ck_assert_int_eq(tu_wait_signal(&c), 'L');
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	tu_tell(&c, 'R');
+	ck_assert_int_eq(tu_join(&c), 0);
+	pidlock_set_grace(l, 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+/* Rule "held": our lock keeps both families out. */
+START_TEST(we_exclude_both_families)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+			    .l_start = 0, .l_len = 1 };
+	int fd;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	fd = open(p, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), -1);
+	ck_assert_int_eq(errno, EWOULDBLOCK);
+	ck_assert_int_eq(fcntl(fd, F_OFD_SETLK, &fl), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	close(fd);
+	pidlock_free(l);
+}
+END_TEST
+
+/* Flags select the kinds; the marker names what was taken. */
+START_TEST(kind_flags)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l;
+	struct pidlock_info info;
+
+	ck_assert_int_eq(pidlock_new(&l, p, PIDLOCK_FLOCK_ONLY | PIDLOCK_OFD_ONLY),
+			 -EINVAL);
+	ck_assert_int_eq(pidlock_new(&l, p, 1U << 20), -EINVAL);
+	l = mk(p, PIDLOCK_FLOCK_ONLY);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_ptr_nonnull(strstr(tu_read(p), "\nlock=flock\n"));
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_uint_eq(info.kernel_locks, PIDLOCK_KIND_FLOCK);
+	ck_assert_uint_eq(info.marker, PIDLOCK_KIND_FLOCK);
+	pidlock_free(l);
+	l = mk(p, PIDLOCK_OFD_ONLY);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_ptr_nonnull(strstr(tu_read(p), "\nlock=ofd\n"));
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_uint_eq(info.kernel_locks, PIDLOCK_KIND_OFD);
+	pidlock_free(l);
+}
+END_TEST
+
+/* Rule A: a holder with other flags is tested for the kind we did not
+ * take, so a flock-only and an OFD-only user still exclude each other. */
+START_TEST(mixed_flags_exclude)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, PIDLOCK_OFD_ONLY);
+	struct tu_child c;
+
+	tu_hold(&c, p, PIDLOCK_FLOCK_ONLY);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	tu_kill(&c);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	pidlock_free(l);
+	l = mk(p, PIDLOCK_FLOCK_ONLY);
+	tu_hold(&c, p, PIDLOCK_OFD_ONLY);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	tu_tell(&c, 'R');
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+static int crash_holder(struct tu_child *c, void *arg)
+{
+	struct pidlock *l;
+
+	if (pidlock_new(&l, arg, 0) < 0 || pidlock_acquire(l, 0) < 0)
+		return 2;
+	tu_signal(c, 'L');
+	pause();
+	return 0;
+}
+
+/* Rule A (marker) and "never stale": after SIGKILL of a holder its file
+ * stays, with a fresh timestamp, and the next acquirer takes it at once.
+ * Without the marker rule it would look like a live spec-only lock. */
+START_TEST(sigkill_holder_next_gets_it_at_once)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	struct pidlock_info info;
+	struct tu_child c;
+	ino_t ino;
+
+	tu_spawn(&c, crash_holder, (void *)p);
+	ck_assert_int_eq(tu_wait_signal(&c), 'L');
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	tu_kill(&c);
+	ck_assert(tu_exists(p));
+	ino = tu_ino(p);
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
+	ck_assert_int_eq(info.pid, c.pid ? c.pid : info.pid);
+	ck_assert_int_eq(info.pid_alive, 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	/* Taken over in place: same inode, our record. */
+	ck_assert_uint_eq(tu_ino(p), ino);
+	ck_assert(strncmp(tu_read(p), pid_line(getpid()), strlen(pid_line(getpid()))) == 0);
+	pidlock_free(l);
+}
+END_TEST
+
+static void spec_file(const char *path, pid_t pid, long age)
+{
+	char buf[128];
+
+	snprintf(buf, sizeof(buf), "pid=%ld\ntimestamp=%ld\ntag=spec\n",
+		 (long)pid, (long)time(NULL) - age);
+	tu_write(path, buf);
+}
+
+static pid_t dead_pid(void)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	return pid;
+}
+
+/* Rule B: a spec-only holder holds until stale = old AND pid dead. */
+START_TEST(spec_holder_rules)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	struct pidlock_info info;
+	pid_t dead = dead_pid();
+
+	spec_file(p, getppid(), 0);			/* fresh, alive */
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	ck_assert_int_eq(pidlock_holder(l, &info), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_SPEC);
+	ck_assert_int_eq(info.pid, getppid());
+	ck_assert_str_eq(info.tag, "spec");
+	spec_file(p, dead, 0);				/* fresh, dead */
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	spec_file(p, getppid(), 7200);			/* old, alive */
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	spec_file(p, dead, 3590);			/* not old enough */
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	ck_assert_int_eq(pidlock_set_stale_timeout(l, 60), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);	/* old for 60 s */
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_int_eq(pidlock_set_stale_timeout(l, 3600), 0);
+	spec_file(p, dead, 3700);			/* old and dead */
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_STALE);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert(strncmp(tu_read(p), pid_line(getpid()), strlen(pid_line(getpid()))) == 0);
+	pidlock_free(l);
+}
+END_TEST
+
+static int late_writer(struct tu_child *c, void *arg)
+{
+	int fd = open(arg, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	char buf[128];
+	int n;
+
+	if (fd < 0)
+		return 2;
+	tu_signal(c, 'C');
+	if (tu_wait_parent(c) != 'W')
+		return 3;
+	n = snprintf(buf, sizeof(buf), "pid=%ld\ntimestamp=%ld\n",
+		     (long)getppid(), (long)time(NULL));
+	if (write(fd, buf, (size_t)n) != n || fsync(fd) < 0)
+		return 4;
+	return 0;
+}
+
+/* Rule C: a fresh incomplete file may be a spec-only peer between its
+ * O_EXCL create and its write: a try reports it busy at once; a wait
+ * watches for the write, and then sees a spec-only holder. */
+START_TEST(grace_waits_for_spec_writer)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	struct pidlock_info info;
+	struct tu_child c;
+	long t0;
+
+	ck_assert_int_eq(pidlock_set_grace(l, 2000), 0);
+	tu_spawn(&c, late_writer, (void *)p);
+	ck_assert_int_eq(tu_wait_signal(&c), 'C');
+	t0 = tu_ms();
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	ck_assert_int_lt(tu_ms() - t0, 1000);	/* a try does not wait */
+	ck_assert_int_eq(pidlock_holder(l, &info), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_SPEC);
+	if (fork() == 0) {
+		usleep(100 * 1000);
+		tu_tell(&c, 'W');
+		_exit(0);
+	}
+	t0 = tu_ms();
+	ck_assert_int_eq(pidlock_acquire(l, 600), -ETIMEDOUT);
+	ck_assert_int_ge(tu_ms() - t0, 590);
+	ck_assert_int_eq(pidlock_holder(l, &info), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_SPEC);
+	ck_assert_int_eq(info.pid, getpid());	/* late_writer wrote our pid */
+	ck_assert(info.has_timestamp);
+	ck_assert_int_eq(tu_join(&c), 0);
+	wait(NULL);
+	pidlock_free(l);
+}
+END_TEST
+
+/* Rule C also covers a classic pidfile left by a crashed daemon whose
+ * pid now names an unrelated live process: taken over, never trusted. */
+START_TEST(bare_live_pid_taken_over)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	struct pidlock_info info;
+	char bare[32];
+
+	snprintf(bare, sizeof(bare), "%ld\n", (long)getppid());
+	tu_write(p, bare);
+	tu_set_mtime_ago(p, 100);
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
+	ck_assert_int_eq(info.pid, getppid());
+	ck_assert_int_eq(info.pid_alive, 1);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(kill(getppid(), 0), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+/* Rule C: an incomplete file older than the grace (a with-lock-ex or
+ * flock(1) leftover, a libbsd bare pid) is taken at once; a fresh one
+ * only after the grace. */
+START_TEST(grace_then_takeover)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	long t0;
+
+	tu_write(p, "");
+	tu_set_mtime_ago(p, 5);
+	t0 = tu_ms();
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_lt(tu_ms() - t0, 150);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	{
+		char bare[32];	/* a fresh libbsd-style leftover, dead pid */
+
+		snprintf(bare, sizeof(bare), "%ld\n", (long)dead_pid());
+		tu_write(p, bare);
+	}
+	ck_assert_int_eq(pidlock_set_grace(l, 300), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	t0 = tu_ms();
+	ck_assert_int_eq(pidlock_acquire(l, 5000), 0);
+	ck_assert_int_ge(tu_ms() - t0, 200);
+	ck_assert_int_eq(pidlock_set_grace(l, 10001), -EINVAL);
+	pidlock_free(l);
+}
+END_TEST
+
+static int waiter(struct tu_child *c, void *arg)
+{
+	struct pidlock *l;
+	int r;
+
+	if (pidlock_new(&l, arg, PIDLOCK_NO_SYNC) < 0)
+		return 2;
+	tu_signal(c, 'S');
+	if (tu_wait_parent(c) != 'G')
+		return 4;
+	r = pidlock_acquire(l, -1);
+	if (r < 0)
+		return 10 + (-r % 100);
+	/* The inode check: what we hold is the file at the path. */
+	if (pidlock_verify(l) != 0)
+		return 3;
+	tu_signal(c, 'L');
+	tu_wait_parent(c);
+	pidlock_free(l);
+	return 0;
+}
+
+/* The inode check.  The waiter blocks in flock on the holder's inode;
+ * the holder unlinks it and closes.  The waiter then holds kernel locks
+ * on a file that is no longer the lock: it must start again, and end up
+ * holding the file that is at the path. */
+START_TEST(inode_check_after_unlink)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, PIDLOCK_NO_SYNC);
+	struct tu_child c;
+
+	/* Spawned before we lock: a child forked while we hold would
+	 * share our open file description, and so our lock. */
+	tu_spawn(&c, waiter, (void *)p);
+	ck_assert_int_eq(tu_wait_signal(&c), 'S');
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	tu_tell(&c, 'G');
+	usleep(100 * 1000);	/* let it block on our inode */
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_int_eq(tu_wait_signal(&c), 'L');
+	ck_assert(tu_exists(p));
+	ck_assert(strncmp(tu_read(p), pid_line(c.pid), strlen(pid_line(c.pid))) == 0);
+	/* And we are locked out of the new file. */
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	tu_tell(&c, 'R');
+	ck_assert_int_eq(tu_join(&c), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+/* Release rule: only the process named in the file unlinks; a forked
+ * child's release or a daemonizing parent's close leaves the file. */
+START_TEST(fork_release_pid_check)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	pid_t child;
+	int st;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0)
+		_exit(pidlock_release(l) == 0 ? 0 : 1);
+	ck_assert_int_eq(waitpid(child, &st, 0), child);
+	ck_assert_int_eq(WEXITSTATUS(st), 0);
+	ck_assert(tu_exists(p));
+	ck_assert_int_eq(pidlock_verify(l), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert(!tu_exists(p));
+	pidlock_free(l);
+}
+END_TEST
+
+static int daemon_child(struct tu_child *c, void *arg)
+{
+	struct pidlock *l = arg;
+
+	/* The daemon flow: the child takes the record over... */
+	if (pidlock_refresh(l) != 0)
+		return 2;
+	tu_signal(c, 'D');
+	tu_wait_parent(c);
+	return pidlock_release(l) == 0 ? 0 : 3;
+}
+
+/* Daemon flow: acquire, fork, child refresh (its pid), parent close. */
+START_TEST(daemonize_flow)
+{
+	const char *p = tu_path("d.pid");
+	struct pidlock *l = mk(p, PIDLOCK_PLAIN_PID);
+	struct pidlock *other = mk(p, 0);
+	struct tu_child c;
+	char first[32];
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	tu_spawn(&c, daemon_child, l);
+	ck_assert_int_eq(tu_wait_signal(&c), 'D');
+	ck_assert_int_eq(pidlock_close(l), 0);
+	ck_assert_int_eq(pidlock_close(l), -ENOLCK);
+	snprintf(first, sizeof(first), "%ld\npid=%ld\n", (long)c.pid, (long)c.pid);
+	ck_assert(strncmp(tu_read(p), first, strlen(first)) == 0);
+	ck_assert_int_eq(pidlock_acquire(other, 0), -EWOULDBLOCK);
+	tu_tell(&c, 'R');
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert(!tu_exists(p));
+	ck_assert_int_eq(pidlock_acquire(other, 0), 0);
+	pidlock_free(other);
+	pidlock_free(l);
+}
+END_TEST
+
+/* Verify/release: someone broke the lock (unlinked and re-created the
+ * file); we say so and never delete the new file. */
+START_TEST(broken_lock_reported)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+
+	ck_assert_int_eq(pidlock_verify(l), -ENOLCK);
+	ck_assert_int_eq(pidlock_release(l), -ENOLCK);
+	ck_assert_int_eq(pidlock_refresh(l), -ENOLCK);
+	ck_assert_int_eq(pidlock_fd(l), -ENOLCK);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_ge(pidlock_fd(l), 0);
+	ck_assert_int_eq(unlink(p), 0);
+	ck_assert_int_eq(pidlock_verify(l), -ESTALE);
+	tu_write(p, "somebody else\n");
+	ck_assert_int_eq(pidlock_verify(l), -ESTALE);
+	ck_assert_int_eq(pidlock_refresh(l), -ESTALE);
+	ck_assert_str_eq(tu_read(p), "somebody else\n");
+	ck_assert_int_eq(pidlock_release(l), -ESTALE);
+	ck_assert_str_eq(tu_read(p), "somebody else\n");
+	ck_assert_int_eq(pidlock_fd(l), -ENOLCK);
+	pidlock_free(l);
+}
+END_TEST
+
+/* Refresh: new timestamp and pid, in place (same inode). */
+START_TEST(refresh_in_place)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	ino_t ino;
+	int fd;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ino = tu_ino(p);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "pid=1\ntimestamp=1\n", 18, 0), 18);
+	close(fd);
+	ck_assert_int_eq(pidlock_refresh(l), 0);
+	ck_assert(strncmp(tu_read(p), pid_line(getpid()),
+			  strlen(pid_line(getpid()))) == 0);
+	ck_assert_ptr_null(strstr(tu_read(p), "timestamp=1\n"));
+	ck_assert_uint_eq(tu_ino(p), ino);
+	pidlock_free(l);
+}
+END_TEST
+
+/* Takeover never shows a shorter record: the rewrite is padded with
+ * newlines to the old length, in one write, on the same inode. */
+START_TEST(takeover_pads_old_length)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	char junk[1000];
+	struct stat st;
+
+	memset(junk, 'j', sizeof(junk) - 1);
+	junk[sizeof(junk) - 1] = '\0';
+	tu_write(p, junk);
+	tu_set_mtime_ago(p, 10);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_size, (off_t)sizeof(junk) - 1);
+	ck_assert_ptr_null(strchr(tu_read(p), 'j'));
+	pidlock_free(l);
+}
+END_TEST
+
+/* KEEP_FILE: release never unlinks; the inode stays across holders. */
+START_TEST(keep_file_mode)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, PIDLOCK_KEEP_FILE);
+	struct pidlock_info info;
+	ino_t ino;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ino = tu_ino(p);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert(tu_exists(p));
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_uint_eq(tu_ino(p), ino);
+	pidlock_free(l);
+	ck_assert_uint_eq(tu_ino(p), ino);
+}
+END_TEST
+
+/* Timestamp = the moment of acquisition, not of the start of the wait. */
+START_TEST(timestamp_is_acquisition_time)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	struct tu_child c;
+	long start = (long)time(NULL), ts;
+
+	tu_hold(&c, p, 0);
+	if (fork() == 0) {
+		sleep(2);
+		tu_tell(&c, 'R');
+		_exit(0);
+	}
+	ck_assert_int_eq(pidlock_acquire(l, -1), 0);
+	ck_assert_int_eq(sscanf(tu_read(p), "pid=%*d\ntimestamp=%ld", &ts), 1);
+	ck_assert_int_ge(ts, start + 1);
+	ck_assert_int_eq(tu_join(&c), 0);
+	wait(NULL);
+	pidlock_free(l);
+}
+END_TEST
+
+/* O_NOFOLLOW: a symlink at the path is refused; its target untouched. */
+START_TEST(symlink_refused)
+{
+	const char *p = tu_path("a.lock"), *t = tu_path("target");
+	struct pidlock *l = mk(p, 0);
+	int before = tu_count_fds();
+
+	tu_write(t, "precious\n");
+	tu_set_mtime_ago(t, 100);
+	ck_assert_int_eq(symlink(t, p), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -ELOOP);
+	ck_assert_int_eq(pidlock_acquire(l, 100), -ELOOP);
+	ck_assert_str_eq(tu_read(t), "precious\n");
+	ck_assert_int_eq(tu_count_fds(), before);
+	pidlock_free(l);
+}
+END_TEST
+
+/* nlink != 1: a planted hard link is refused, nothing written. */
+START_TEST(hard_link_refused)
+{
+	const char *p = tu_path("a.lock"), *t = tu_path("victim");
+	struct pidlock *l = mk(p, 0);
+
+	tu_write(t, "precious\n");
+	tu_set_mtime_ago(t, 100);
+	ck_assert_int_eq(link(t, p), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EMLINK);
+	ck_assert_str_eq(tu_read(t), "precious\n");
+	pidlock_free(l);
+}
+END_TEST
+
+/* A named-temp publisher that died between link() and unlink() leaves
+ * nlink 2 with our marker: repaired, not refused forever. */
+START_TEST(temp_link_leftover_repaired)
+{
+	const char *p = tu_path("a.lock"), *t = tu_path(".pidlock-tmp-1-2-3");
+	struct pidlock *l = mk(p, 0);
+
+	tu_write(t, "pid=1\ntimestamp=1\nlock=flock,ofd\n");
+	ck_assert_int_eq(link(t, p), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert(!tu_exists(t));
+	pidlock_free(l);
+	ck_assert(!tu_exists(p));
+}
+END_TEST
+
+/* Non-regular files: refused with a clear error, never blocking. */
+START_TEST(non_regular_refused)
+{
+	const char *p = tu_path("fifo");
+	struct pidlock *l = mk(p, 0);
+
+	ck_assert_int_eq(mkfifo(p, 0644), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EINVAL);
+	pidlock_free(l);
+	ck_assert_int_eq(mkdir(tu_path("d"), 0755), 0);
+	l = mk(tu_path("d"), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EISDIR);
+	pidlock_free(l);
+	ck_assert_int_eq(pidlock_new(&l, "", 0), -EINVAL);
+	ck_assert_int_eq(pidlock_new(&l, "/tmp/", 0), -EISDIR);
+	ck_assert_int_eq(pidlock_new(&l, NULL, 0), -EINVAL);
+	l = mk("/nonexistent-dir/x.lock", 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -ENOENT);
+	pidlock_free(l);
+}
+END_TEST
+
+/* A world-writable directory without the sticky bit is refused. */
+START_TEST(unsafe_dir_refused)
+{
+	const char *d = tu_path("open");
+	char p[4096];
+	struct pidlock *l;
+
+	ck_assert_int_eq(mkdir(d, 0777), 0);
+	ck_assert_int_eq(chmod(d, 0777), 0);
+	snprintf(p, sizeof(p), "%s/x.lock", d);
+	l = mk(p, 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EPERM);
+	ck_assert_int_eq(chmod(d, 01777), 0);
+	pidlock_free(l);
+	l = mk(p, 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+/* Foreign owner in a sticky world-writable dir (root's /tmp attack). */
+START_TEST(foreign_owner_in_sticky_dir)
+{
+	const char *d = tu_path("sticky");
+	char p[4096];
+	struct pidlock *l;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "foreign_owner_in_sticky_dir: needs root, not run\n");
+		return;
+	}
+	ck_assert_int_eq(mkdir(d, 01777), 0);
+	ck_assert_int_eq(chmod(d, 01777), 0);
+	snprintf(p, sizeof(p), "%s/x.lock", d);
+	tu_write(p, "");
+	tu_set_mtime_ago(p, 100);
+	ck_assert_int_eq(chown(p, 65534, 65534), 0);
+	l = mk(p, 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EPERM);
+	ck_assert_str_eq(tu_read(p), "");
+	pidlock_free(l);
+}
+END_TEST
+
+static int as_nobody_acquire(struct tu_child *c, void *arg)
+{
+	struct pidlock *l;
+	int r;
+
+	(void)c;
+	if (setgid(65534) < 0 || setuid(65534) < 0)
+		return 2;
+	if (pidlock_new(&l, arg, PIDLOCK_KEEP_FILE) < 0)
+		return 3;
+	r = pidlock_acquire(l, 0);
+	pidlock_free(l);
+	return r == 0 ? 0 : 10 + (-r % 100);
+}
+
+/* Step 1 needs a writable directory, step 3 does not: a user who may
+ * write a pre-made lock file, but not its directory, still takes it. */
+START_TEST(existing_file_in_readonly_dir)
+{
+	const char *d = tu_path("ro");
+	char p[4096];
+	struct tu_child c;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "existing_file_in_readonly_dir: needs root, not run\n");
+		return;
+	}
+	ck_assert_int_eq(mkdir(d, 0755), 0);
+	snprintf(p, sizeof(p), "%s/x.lock", d);
+	tu_write(p, "");
+	ck_assert_int_eq(chmod(p, 0666), 0);
+	tu_set_mtime_ago(p, 100);
+	ck_assert_int_eq(chmod(tu_dir(), 0755), 0);
+	tu_spawn(&c, as_nobody_acquire, p);
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_ptr_nonnull(strstr(tu_read(p), "lock=flock,ofd\n"));
+	/* No file and no way to create one: the creation error. */
+	ck_assert_int_eq(unlink(p), 0);
+	tu_spawn(&c, as_nobody_acquire, p);
+	ck_assert_int_eq(tu_join(&c), 10 + EACCES);
+}
+END_TEST
+
+/* Setters validate; tags are cleaned. */
+START_TEST(setters)
+{
+	struct pidlock *l = mk(tu_path("a.lock"), 0);
+
+	ck_assert_int_eq(pidlock_set_mode(l, 0600), 0);
+	ck_assert_int_eq(pidlock_set_mode(l, 04644), -EINVAL);
+	ck_assert_int_eq(pidlock_set_stale_timeout(l, 0), -EINVAL);
+	ck_assert_int_eq(pidlock_set_retry_interval(l, 0), -EINVAL);
+	ck_assert_int_eq(pidlock_set_tag(l, "a\nb"), 0);
+	ck_assert_int_eq(pidlock_set_tag(NULL, "x"), -EINVAL);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_ptr_nonnull(strstr(tu_read(tu_path("a.lock")), "\ntag=a?b\n"));
+	ck_assert_str_eq(pidlock_path(l), tu_path("a.lock"));
+	{
+		struct stat st;
+		ck_assert_int_eq(stat(tu_path("a.lock"), &st), 0);
+		ck_assert_int_eq(st.st_mode & 0777, 0600);
+	}
+	pidlock_free(l);
+	ck_assert_str_eq(pidlock_state_name(PIDLOCK_STATE_HELD_SPEC), "held-spec");
+	ck_assert_ptr_null(pidlock_state_name((enum pidlock_state)99));
+}
+END_TEST
+
+START_TEST(inspect_states)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock_info info;
+	struct pidlock *l = mk(p, 0);
+
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_FREE);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD);
+	ck_assert_uint_eq(info.kernel_locks, PIDLOCK_KIND_FLOCK | PIDLOCK_KIND_OFD);
+	ck_assert_int_eq(info.kernel_pid, getpid());
+	ck_assert_int_eq(info.pid_alive, 1);
+	ck_assert(info.has_timestamp);
+	/* Inspect never takes the lock: we still hold it, nobody else can. */
+	ck_assert_int_eq(pidlock_verify(l), 0);
+	pidlock_free(l);
+	ck_assert_int_eq(symlink("x", p), 0);
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), -ELOOP);
+	ck_assert_int_eq(pidlock_inspect("/nonexistent-dir/x.lock", &info, 0),
+			 -ENOENT);
+}
+END_TEST
+
+/* No descriptor leaks over many cycles, busy tries and failures. */
+START_TEST(no_fd_leak)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *a = mk(p, PIDLOCK_NO_SYNC), *b = mk(p, PIDLOCK_NO_SYNC);
+	int before = tu_count_fds();
+
+	for (int i = 0; i < 200; i++) {
+		ck_assert_int_eq(pidlock_acquire(a, 0), 0);
+		ck_assert_int_eq(pidlock_acquire(b, 0), -EWOULDBLOCK);
+		ck_assert_int_eq(pidlock_acquire(b, 1), -ETIMEDOUT);
+		ck_assert_int_eq(pidlock_release(a), 0);
+	}
+	ck_assert_int_eq(tu_count_fds(), before);
+	pidlock_free(a);
+	pidlock_free(b);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("lock");
+	TCase *tc = tcase_create("protocol");
+
+	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
+	tcase_set_timeout(tc, 20);
+	tcase_add_test(tc, acquire_writes_record);
+	tcase_add_test(tc, plain_pid_first_line);
+	tcase_add_test(tc, two_handles_one_process);
+	tcase_add_test(tc, flock_holder_excludes);
+	tcase_add_test(tc, fcntl_holder_excludes);
+	tcase_add_test(tc, we_exclude_both_families);
+	tcase_add_test(tc, kind_flags);
+	tcase_add_test(tc, mixed_flags_exclude);
+	tcase_add_test(tc, sigkill_holder_next_gets_it_at_once);
+	tcase_add_test(tc, spec_holder_rules);
+	tcase_add_test(tc, grace_waits_for_spec_writer);
+	tcase_add_test(tc, grace_then_takeover);
+	tcase_add_test(tc, bare_live_pid_taken_over);
+	tcase_add_test(tc, inode_check_after_unlink);
+	tcase_add_test(tc, fork_release_pid_check);
+	tcase_add_test(tc, daemonize_flow);
+	tcase_add_test(tc, broken_lock_reported);
+	tcase_add_test(tc, refresh_in_place);
+	tcase_add_test(tc, takeover_pads_old_length);
+	tcase_add_test(tc, keep_file_mode);
+	tcase_add_test(tc, timestamp_is_acquisition_time);
+	tcase_add_test(tc, symlink_refused);
+	tcase_add_test(tc, hard_link_refused);
+	tcase_add_test(tc, temp_link_leftover_repaired);
+	tcase_add_test(tc, non_regular_refused);
+	tcase_add_test(tc, unsafe_dir_refused);
+	tcase_add_test(tc, foreign_owner_in_sticky_dir);
+	tcase_add_test(tc, existing_file_in_readonly_dir);
+	tcase_add_test(tc, setters);
+	tcase_add_test(tc, inspect_states);
+	tcase_add_test(tc, no_fd_leak);
+	suite_add_tcase(s, tc);
+	tu_run_suite(s);
+}

@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Waiting: blocking and timed waits wake on release, EINTR, spec-only
+ * holders, many processes counting under the lock, SIGKILLed holders.
+ * Time bounds here are loose correctness bounds (woke on the release,
+ * not at the timeout), never performance figures.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static struct pidlock *mk(const char *path, unsigned int flags)
+{
+	struct pidlock *l;
+
+	ck_assert_int_eq(pidlock_new(&l, path, flags), 0);
+	return l;
+}
+
+static void release_later(struct tu_child *c, int ms)
+{
+	if (fork() == 0) {
+		usleep((useconds_t)ms * 1000);
+		tu_tell(c, 'R');
+		_exit(0);
+	}
+}
+
+/* A blocking acquire sleeps in the kernel and wakes on the release. */
+START_TEST(blocking_wakes_on_release)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	struct tu_child c;
+	long t0;
+
+	tu_hold(&c, p, 0);
+	t0 = tu_ms();
+	release_later(&c, 200);
+	ck_assert_int_eq(pidlock_acquire(l, -1), 0);
+	ck_assert_int_ge(tu_ms() - t0, 150);
+	ck_assert_int_eq(tu_join(&c), 0);
+	wait(NULL);
+	pidlock_free(l);
+}
+END_TEST
+
+/* A timed acquire wakes on the release, well before its timeout, for a
+ * holder that unlinks (libpidlock) and one that only closes (KEEP_FILE,
+ * like with-lock-ex and flock(1)). */
+START_TEST(timed_wakes_on_release)
+{
+	const char *p = tu_path("a.lock");
+	unsigned int flags[] = { 0, PIDLOCK_KEEP_FILE };
+
+	for (int i = 0; i < 2; i++) {
+		struct pidlock *l = mk(p, flags[i]);
+		struct tu_child c;
+		long t0, dt;
+
+		ck_assert_int_eq(pidlock_set_retry_interval(l, 5000), 0);
+		tu_hold(&c, p, flags[i]);
+		t0 = tu_ms();
+		release_later(&c, 200);
+		ck_assert_int_eq(pidlock_acquire(l, 20000), 0);
+		dt = tu_ms() - t0;
+		ck_assert_int_ge(dt, 150);
+		/* Woken by the event, not by the 5 s poll or the 20 s timeout. */
+		ck_assert_msg(dt < 3000, "waited %ld ms", dt);
+		ck_assert_int_eq(tu_join(&c), 0);
+		wait(NULL);
+		pidlock_free(l);
+	}
+}
+END_TEST
+
+/* A timed acquire on a held lock ends with -ETIMEDOUT, not earlier. */
+START_TEST(timed_times_out)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	struct pidlock_info info;
+	struct tu_child c;
+	long t0;
+
+	tu_hold(&c, p, 0);
+	t0 = tu_ms();
+	ck_assert_int_eq(pidlock_acquire(l, 300), -ETIMEDOUT);
+	ck_assert_int_ge(tu_ms() - t0, 295);
+	ck_assert_int_eq(pidlock_holder(l, &info), 0);
+	ck_assert_int_eq(info.pid, c.pid);
+	tu_kill(&c);
+	pidlock_free(l);
+}
+END_TEST
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+struct intr_arg {
+	const char *path;
+	int timeout;
+	int restart;
+};
+
+static int intr_waiter(struct tu_child *c, void *arg)
+{
+	const struct intr_arg *a = arg;
+	struct sigaction sa;
+	struct pidlock *l;
+	int r;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sa.sa_flags = a->restart ? SA_RESTART : 0;
+	if (sigaction(SIGUSR1, &sa, NULL) < 0 || pidlock_new(&l, a->path, 0) < 0)
+		return 2;
+	tu_signal(c, 'S');
+	r = pidlock_acquire(l, a->timeout);
+	pidlock_free(l);
+	if (r == -EINTR)
+		return 10;
+	return r == 0 ? 0 : 3;
+}
+
+/* A handler without SA_RESTART interrupts a wait with -EINTR, for a
+ * blocking wait (in the kernel) and a timed one (in poll). */
+START_TEST(eintr_without_sa_restart)
+{
+	const char *p = tu_path("a.lock");
+	int timeouts[] = { -1, 10000 };
+
+	for (int i = 0; i < 2; i++) {
+		struct intr_arg a = { p, timeouts[i], 0 };
+		struct tu_child h, w;
+
+		tu_hold(&h, p, 0);
+		tu_spawn(&w, intr_waiter, &a);
+		ck_assert_int_eq(tu_wait_signal(&w), 'S');
+		usleep(150 * 1000);
+		ck_assert_int_eq(kill(w.pid, SIGUSR1), 0);
+		ck_assert_int_eq(tu_join(&w), 10);
+		tu_kill(&h);
+	}
+}
+END_TEST
+
+/* With SA_RESTART a blocking wait goes on and gets the lock. */
+START_TEST(sa_restart_keeps_waiting)
+{
+	const char *p = tu_path("a.lock");
+	struct intr_arg a = { p, -1, 1 };
+	struct tu_child h, w;
+
+	tu_hold(&h, p, 0);
+	tu_spawn(&w, intr_waiter, &a);
+	ck_assert_int_eq(tu_wait_signal(&w), 'S');
+	usleep(150 * 1000);
+	ck_assert_int_eq(kill(w.pid, SIGUSR1), 0);
+	usleep(100 * 1000);
+	tu_tell(&h, 'R');
+	ck_assert_int_eq(tu_join(&h), 0);
+	ck_assert_int_eq(tu_join(&w), 0);
+}
+END_TEST
+
+/* A spec-only holder is polled; its file's removal wakes us at once. */
+START_TEST(spec_holder_removal_wakes)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	char buf[128];
+	long t0, dt;
+
+	snprintf(buf, sizeof(buf), "pid=%ld\ntimestamp=%ld\n", (long)getppid(),
+		 (long)time(NULL));
+	tu_write(p, buf);
+	ck_assert_int_eq(pidlock_set_retry_interval(l, 5000), 0);
+	t0 = tu_ms();
+	if (fork() == 0) {
+		usleep(200 * 1000);
+		unlink(p);
+		_exit(0);
+	}
+	ck_assert_int_eq(pidlock_acquire(l, 20000), 0);
+	dt = tu_ms() - t0;
+	ck_assert_int_ge(dt, 150);
+	ck_assert_msg(dt < 3000, "waited %ld ms", dt);
+	wait(NULL);
+	pidlock_free(l);
+}
+END_TEST
+
+/* Without events (a rewrite in place, no unlink), the retry interval
+ * still finds a spec lock that became stale. */
+START_TEST(spec_holder_polled)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = mk(p, 0);
+	char buf[128];
+	pid_t dead = fork();
+
+	if (dead == 0)
+		_exit(0);
+	waitpid(dead, NULL, 0);
+	snprintf(buf, sizeof(buf), "pid=%ld\ntimestamp=%ld\n", (long)dead,
+		 (long)time(NULL));
+	tu_write(p, buf);
+	ck_assert_int_eq(pidlock_set_stale_timeout(l, 1), 0);
+	ck_assert_int_eq(pidlock_set_retry_interval(l, 50), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	ck_assert_int_eq(pidlock_acquire(l, 10000), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+struct count_arg {
+	const char *path;
+	const char *counter;
+	int rounds;
+	unsigned int flags;
+};
+
+static int counter_worker(struct tu_child *c, void *arg)
+{
+	const struct count_arg *a = arg;
+	struct pidlock *l;
+
+	(void)c;
+	if (pidlock_new(&l, a->path, a->flags) < 0)
+		return 2;
+	for (int i = 0; i < a->rounds; i++) {
+		char buf[32];
+		long v = 0;
+		int fd;
+		ssize_t n;
+
+		if (pidlock_acquire(l, -1) != 0)
+			return 3;
+		fd = open(a->counter, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			return 4;
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		buf[n > 0 ? n : 0] = '\0';
+		v = strtol(buf, NULL, 10);
+		n = snprintf(buf, sizeof(buf), "%ld\n", v + 1);
+		if (pwrite(fd, buf, (size_t)n, 0) != n)
+			return 5;
+		close(fd);
+		if (pidlock_release(l) != 0)
+			return 6;
+	}
+	pidlock_free(l);
+	return 0;
+}
+
+/* N processes x M increments under the lock: the count is exact. */
+START_TEST(counter_exact)
+{
+	struct count_arg a = { tu_path("c.lock"), tu_path("counter"), 300,
+			       PIDLOCK_NO_SYNC };
+	struct tu_child c[6];
+
+	tu_write(a.counter, "0\n");
+	for (int i = 0; i < 6; i++) {
+		a.flags = PIDLOCK_NO_SYNC | (i % 3 == 2 ? PIDLOCK_PLAIN_PID : 0);
+		if (i == 5)
+			a.flags = 0;	/* one synced worker */
+		tu_spawn(&c[i], counter_worker, &a);
+	}
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(tu_join(&c[i]), 0);
+	ck_assert_str_eq(tu_read(a.counter), "1800\n");
+	ck_assert(!tu_exists(a.path));
+}
+END_TEST
+
+/* Holders SIGKILLed at random moments: no deadlock, the count of the
+ * survivors' increments is exact, and the lock is free at once after. */
+START_TEST(counter_with_sigkill)
+{
+	struct count_arg a = { tu_path("c.lock"), tu_path("counter"), 200,
+			       PIDLOCK_NO_SYNC };
+	struct count_arg victim = a;
+	struct tu_child c[4], v[6];
+	struct pidlock *l = mk(a.path, 0);
+
+	victim.rounds = 1000000;
+	victim.counter = tu_path("scratch");
+	tu_write(a.counter, "0\n");
+	tu_write(victim.counter, "0\n");
+	for (int i = 0; i < 4; i++)
+		tu_spawn(&c[i], counter_worker, &a);
+	for (int i = 0; i < 6; i++) {
+		tu_spawn(&v[i], counter_worker, &victim);
+		usleep((useconds_t)(5000 + rand() % 20000));
+		tu_kill(&v[i]);
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(tu_join(&c[i]), 0);
+	ck_assert_str_eq(tu_read(a.counter), "800\n");
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("wait");
+	TCase *tc = tcase_create("wait");
+
+	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, blocking_wakes_on_release);
+	tcase_add_test(tc, timed_wakes_on_release);
+	tcase_add_test(tc, timed_times_out);
+	tcase_add_test(tc, eintr_without_sa_restart);
+	tcase_add_test(tc, sa_restart_keeps_waiting);
+	tcase_add_test(tc, spec_holder_removal_wakes);
+	tcase_add_test(tc, spec_holder_polled);
+	tcase_add_test(tc, counter_exact);
+	tcase_add_test(tc, counter_with_sigkill);
+	suite_add_tcase(s, tc);
+	tu_run_suite(s);
+}

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char dir[PATH_MAX];
+
+const char *tu_dir(void)
+{
+	const char *base = getenv("TMPDIR");
+
+	if (dir[0])
+		return dir;
+	snprintf(dir, sizeof(dir), "%s/pidlock-test.XXXXXX",
+		 base && base[0] ? base : "/tmp");
+	ck_assert_msg(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	return dir;
+}
+
+const char *tu_path(const char *name)
+{
+	static char bufs[4][PATH_MAX];
+	static int next;
+	char *b = bufs[next++ % 4];
+
+	snprintf(b, PATH_MAX, "%s/%s", tu_dir(), name);
+	return b;
+}
+
+void tu_cleanup(void)
+{
+	if (!dir[0])
+		return;
+	tu_sh("rm -rf '%s'", dir);
+	dir[0] = '\0';
+}
+
+int tu_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+void tu_write(const char *path, const char *content)
+{
+	FILE *f = fopen(path, "we");
+
+	ck_assert_msg(f, "%s: %s", path, strerror(errno));
+	fputs(content, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+const char *tu_read(const char *path)
+{
+	static char buf[65536];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	buf[0] = '\0';
+	if (fd < 0)
+		return buf;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+bool tu_exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+ino_t tu_ino(const char *path)
+{
+	struct stat st;
+
+	ck_assert_msg(lstat(path, &st) == 0, "%s: %s", path, strerror(errno));
+	return st.st_ino;
+}
+
+long tu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+void tu_set_mtime_ago(const char *path, long seconds)
+{
+	struct timespec t[2];
+
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= seconds;
+	t[1] = t[0];
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+void tu_spawn(struct tu_child *c, tu_fn fn, void *arg)
+{
+	int up[2], down[2];
+
+	ck_assert_int_eq(pipe2(up, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(down, O_CLOEXEC), 0);
+	c->pid = fork();
+	ck_assert_int_ge(c->pid, 0);
+	if (c->pid == 0) {
+		close(up[0]);
+		close(down[1]);
+		c->to_parent = up[1];
+		c->from_parent = down[0];
+		c->from_child = c->to_child = -1;
+		_exit(fn(c, arg));
+	}
+	close(up[1]);
+	close(down[0]);
+	c->from_child = up[0];
+	c->to_child = down[1];
+	c->to_parent = c->from_parent = -1;
+}
+
+void tu_signal(struct tu_child *c, char what)
+{
+	if (write(c->to_parent, &what, 1) != 1)
+		_exit(99);
+}
+
+char tu_wait_signal(struct tu_child *c)
+{
+	char ch = 0;
+	ssize_t n;
+
+	do
+		n = read(c->from_child, &ch, 1);
+	while (n < 0 && errno == EINTR);
+	return n == 1 ? ch : 0;
+}
+
+char tu_wait_parent(struct tu_child *c)
+{
+	char ch = 0;
+	ssize_t n;
+
+	do
+		n = read(c->from_parent, &ch, 1);
+	while (n < 0 && errno == EINTR);
+	return n == 1 ? ch : 0;
+}
+
+void tu_tell(struct tu_child *c, char what)
+{
+	ck_assert_int_eq(write(c->to_child, &what, 1), 1);
+}
+
+int tu_join(struct tu_child *c)
+{
+	int st;
+
+	ck_assert_int_eq(waitpid(c->pid, &st, 0), c->pid);
+	close(c->from_child);
+	close(c->to_child);
+	c->pid = 0;
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return WEXITSTATUS(st);
+}
+
+void tu_kill(struct tu_child *c)
+{
+	kill(c->pid, SIGKILL);
+	ck_assert_int_eq(tu_join(c), 128 + SIGKILL);
+}
+
+struct hold_arg {
+	const char *path;
+	unsigned int flags;
+};
+
+static int hold_fn(struct tu_child *c, void *arg)
+{
+	const struct hold_arg *h = arg;
+	struct pidlock *l;
+
+	if (pidlock_new(&l, h->path, h->flags) < 0 || pidlock_acquire(l, -1) < 0)
+		return 2;
+	tu_signal(c, 'L');
+	if (tu_wait_parent(c) != 'R')
+		return 3;
+	return pidlock_release(l) == 0 ? 0 : 4;
+}
+
+void tu_hold(struct tu_child *c, const char *path, unsigned int flags)
+{
+	struct hold_arg h = { path, flags };
+
+	tu_spawn(c, hold_fn, &h);
+	ck_assert_int_eq(tu_wait_signal(c), 'L');
+}
+
+int tu_sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	st = system(cmd);
+	if (st < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void tu_run_suite(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	exit(failed ? EXIT_FAILURE : EXIT_SUCCESS);
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef PIDLOCK_TESTUTIL_H
+#define PIDLOCK_TESTUTIL_H
+
+#include <check.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "pidlock.h"
+
+/* A fresh directory per test, removed with its content by tu_cleanup(). */
+const char *tu_dir(void);
+/* tu_dir()/name, in a static rotating buffer. */
+const char *tu_path(const char *name);
+void tu_cleanup(void);
+
+int tu_count_fds(void);
+void tu_write(const char *path, const char *content);
+/* Whole file as a NUL-terminated string; "" if missing.  Static buffer. */
+const char *tu_read(const char *path);
+bool tu_exists(const char *path);
+ino_t tu_ino(const char *path);
+long tu_ms(void);
+void tu_set_mtime_ago(const char *path, long seconds);
+
+/*
+ * A child process: runs fn(arg) and exits with its return value.  The
+ * child reports progress on the pipe with tu_signal(); the parent waits
+ * for it with tu_wait_signal().
+ */
+struct tu_child {
+	pid_t pid;
+	int to_parent;		/* child's end */
+	int from_child;		/* parent's end */
+	int to_child;		/* parent's end */
+	int from_parent;	/* child's end */
+};
+typedef int (*tu_fn)(struct tu_child *c, void *arg);
+void tu_spawn(struct tu_child *c, tu_fn fn, void *arg);
+void tu_signal(struct tu_child *c, char what);
+char tu_wait_signal(struct tu_child *c);	/* parent side */
+char tu_wait_parent(struct tu_child *c);	/* child side */
+void tu_tell(struct tu_child *c, char what);	/* parent side */
+int tu_join(struct tu_child *c);		/* exit status, or 128+sig */
+void tu_kill(struct tu_child *c);		/* SIGKILL and reap */
+
+/* A child that takes the lock with `flags`, says 'L', and holds it
+ * until told 'R' (release) or killed. */
+void tu_hold(struct tu_child *c, const char *path, unsigned int flags);
+
+/* Run a shell command; returns its exit status. */
+int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+void tu_run_suite(Suite *s) __attribute__((noreturn));
+
+#endif

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* --list: the lock files of one directory, like lslocks(8) for this protocol. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <time.h>
+
+#include "cli.h"
+
+/* The library publishes a lock through a hidden temporary name when the
+ * file system has no O_TMPFILE; such a name is the same inode as a lock
+ * already listed, or a publish in progress. */
+#define LIBRARY_TMP_PREFIX ".pidlock-tmp-"
+
+struct row {
+	char *name;
+	char *path;
+	struct pidlock_info info;
+	int error;
+};
+
+struct rows {
+	struct row *v;
+	size_t n, cap;
+};
+
+static int cmp_rows(const void *a, const void *b)
+{
+	return strcmp(((const struct row *)a)->name, ((const struct row *)b)->name);
+}
+
+static int add_row(struct rows *rows, const char *dir, const char *name)
+{
+	struct row *r;
+	size_t len = strlen(dir) + strlen(name) + 2;
+
+	if (rows->n == rows->cap) {
+		size_t cap = rows->cap ? rows->cap * 2 : 16;
+		struct row *v = realloc(rows->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		rows->v = v;
+		rows->cap = cap;
+	}
+	r = &rows->v[rows->n];
+	memset(r, 0, sizeof(*r));
+	r->name = strdup(name);
+	r->path = malloc(len);
+	if (!r->name || !r->path) {
+		free(r->name);
+		free(r->path);
+		return -ENOMEM;
+	}
+	snprintf(r->path, len, "%s%s%s", dir,
+		 dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+	rows->n++;
+	return 0;
+}
+
+static void free_rows(struct rows *rows)
+{
+	for (size_t i = 0; i < rows->n; i++) {
+		free(rows->v[i].name);
+		free(rows->v[i].path);
+	}
+	free(rows->v);
+}
+
+/* Regular files only, not following symbolic links. */
+static int collect(DIR *d, const char *dir, struct rows *rows)
+{
+	struct dirent *de;
+	int dfd = dirfd(d);
+
+	errno = 0;
+	while ((de = readdir(d))) {
+		struct stat st;
+		int r;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    strncmp(de->d_name, LIBRARY_TMP_PREFIX,
+			    strlen(LIBRARY_TMP_PREFIX)) == 0)
+			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode)) {
+			errno = 0;
+			continue;
+		}
+		r = add_row(rows, dir, de->d_name);
+		if (r < 0)
+			return r;
+		errno = 0;
+	}
+	return errno ? -errno : 0;
+}
+
+/* A lock file of any family we know: a pid, our marker, a kernel lock,
+ * or content a spec-only writer may still be writing. */
+static int is_lock_file(const struct row *r)
+{
+	const struct pidlock_info *i = &r->info;
+
+	if (r->error)
+		return 1;
+	if (i->state == PIDLOCK_STATE_FREE)
+		return 0;	/* gone since readdir */
+	return i->pid > 0 || i->marker || i->kernel_locks ||
+	       i->state != PIDLOCK_STATE_ABANDONED;
+}
+
+static void print_row(const struct row *r, int width)
+{
+	const struct pidlock_info *i = &r->info;
+	char pid[16] = "-", kinds[32], age[48] = "-";
+	const char *alive = "-";
+
+	if (r->error) {
+		print_clean(stdout, r->name);
+		printf("%*s error: %s\n", width - (int)strlen(r->name), "",
+		       strerror(r->error));
+		return;
+	}
+	if (i->pid > 0)
+		snprintf(pid, sizeof(pid), "%d", (int)i->pid);
+	if (i->pid_alive >= 0)
+		alive = i->pid_alive ? "yes" : "no";
+	if (i->has_timestamp)
+		format_age((int64_t)time(NULL) - i->timestamp, age, sizeof(age));
+	format_kinds(i->kernel_locks, kinds, sizeof(kinds));
+	print_clean(stdout, r->name);
+	printf("%*s %-10s %-8s %-5s %-11s %-18s %s\n",
+	       width - (int)strlen(r->name), "", pidlock_state_name(i->state),
+	       pid, alive, kinds, age, i->tag);
+}
+
+static void print_rows(const struct opts *o, const struct rows *rows)
+{
+	int width = 4, first = 1;
+
+	for (size_t k = 0; k < rows->n; k++)
+		if (is_lock_file(&rows->v[k]) && (int)strlen(rows->v[k].name) > width)
+			width = (int)strlen(rows->v[k].name);
+	if (o->json)
+		fputs("{\"locks\": [", stdout);
+	else
+		printf("%-*s %-10s %-8s %-5s %-11s %-18s %s\n", width, "NAME",
+		       "STATE", "PID", "ALIVE", "LOCKS", "SINCE", "TAG");
+	for (size_t k = 0; k < rows->n; k++) {
+		const struct row *r = &rows->v[k];
+
+		if (!is_lock_file(r))
+			continue;
+		if (!o->json) {
+			print_row(r, width);
+			continue;
+		}
+		fputs(first ? "\n  " : ",\n  ", stdout);
+		json_info(stdout, r->path, &r->info, r->error);
+		first = 0;
+	}
+	if (o->json)
+		fputs(first ? "]}\n" : "\n]}\n", stdout);
+}
+
+int cmd_list(const struct opts *o)
+{
+	const char *dir = o->files[0];
+	struct rows rows = { NULL, 0, 0 };
+	DIR *d = opendir(dir);
+	int r;
+
+	if (!d)
+		return fail_path(dir, errno);
+	r = collect(d, dir, &rows);
+	closedir(d);
+	if (r < 0) {
+		free_rows(&rows);
+		return fail_path(dir, -r);
+	}
+	if (rows.n)
+		qsort(rows.v, rows.n, sizeof(*rows.v), cmp_rows);
+	for (size_t k = 0; k < rows.n; k++) {
+		struct row *row = &rows.v[k];
+
+		r = pidlock_inspect(row->path, &row->info, stale_or_default(o));
+		row->error = r < 0 ? -r : 0;
+	}
+	print_rows(o, &rows);
+	free_rows(&rows);
+	return finish_stdout();
+}

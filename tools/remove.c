@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * --remove: delete a leftover lock file, and only one nobody holds.  The
+ * file is acquired like any lock (so a holder of any kind we know keeps
+ * it) and released, which unlinks it.  No option breaks a held lock.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+
+#include "cli.h"
+
+/*
+ * A bare pid of a running process, without our marker or a timestamp:
+ * a dotlockfile(1) lock or the PID file of a daemon.  Neither holds a
+ * kernel lock, so only this check keeps us from deleting it.
+ */
+static bool foreign_live_pid(const struct pidlock_info *info)
+{
+	return !info->marker && !info->has_timestamp && !info->kernel_locks &&
+	       info->pid > 0 && info->pid_alive > 0;
+}
+
+static int refuse(const struct opts *o, const char *path,
+		  const struct pidlock_info *info)
+{
+	if (o->quiet)
+		return 0;
+	warn_file(path, "not removed, it names pid %d, which is running",
+		  (int)info->pid);
+	return o->conflict_code;
+}
+
+/* Nothing to remove is success, unless the directory is wrong too. */
+static int absent(const struct opts *o, const char *path)
+{
+	char *copy = strdup(path);
+	struct stat st;
+	int err = 0;
+
+	if (!copy)
+		return fail_path(path, ENOMEM);
+	if (stat(dirname(copy), &st) < 0)
+		err = errno;
+	else if (!S_ISDIR(st.st_mode))
+		err = ENOTDIR;
+	free(copy);
+	if (err)
+		return fail_path(path, err);
+	if (o->verbose)
+		warn_file(path, "no such file, nothing to remove");
+	return 0;
+}
+
+static int remove_one(const struct opts *o, const char *path)
+{
+	struct pidlock_info info;
+	struct pidlock *lock;
+	struct stat st;
+	int r;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? absent(o, path) : fail_path(path, errno);
+	r = pidlock_inspect(path, &info, stale_or_default(o));
+	if (r < 0)
+		return fail_path(path, -r);
+	if (foreign_live_pid(&info))
+		return refuse(o, path, &info);
+	r = make_lock(o, path, &lock);
+	if (r < 0)
+		return fail_path(path, -r);
+	r = acquire_lock(o, lock, o->timeout_set ? o->timeout_ms : 0,
+			 "not removed");
+	if (r == 1) {
+		pidlock_free(lock);
+		return o->quiet ? 0 : o->conflict_code;
+	}
+	if (r == 0)
+		r = pidlock_release(lock);
+	pidlock_free(lock);
+	if (r < 0)
+		return fail_path(path, -r);
+	if (o->verbose)
+		warn_file(path, "removed");
+	return 0;
+}
+
+int cmd_remove(const struct opts *o)
+{
+	int worst = 0;
+
+	for (int i = 0; i < o->nfiles; i++) {
+		int code = remove_one(o, o->files[i]);
+
+		if (code > worst)
+			worst = code;
+	}
+	return worst;
+}
