@@ -36,19 +36,31 @@ int journal_open(const char *dir)
 	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 }
 
+/*
+ * One write per record: O_APPEND keeps records whole and in order.  A
+ * SIGKILL can still cut a write where it crosses a page boundary of the
+ * file (the kernel checks for it between pages), so every record is
+ * JOURNAL_RECORD bytes, a divisor of the page size: no record ever
+ * crosses one.  Longer text is cut.
+ */
 void journal_line(int fd, const char *fmt, ...)
 {
-	char buf[256];
+	char buf[JOURNAL_RECORD + 1];
 	va_list ap;
 	int n;
 
 	va_start(ap, fmt);
 	n = vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(buf))
-		die("journal line too long");
-	/* One write per line: O_APPEND keeps it whole and in order. */
-	if (write(fd, buf, (size_t)n) != n)
+	if (n < 0)
+		die("journal record: %m");
+	if (n > JOURNAL_RECORD - 1)
+		n = JOURNAL_RECORD - 1;
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	memset(buf + n, ' ', (size_t)(JOURNAL_RECORD - 1 - n));
+	buf[JOURNAL_RECORD - 1] = '\n';
+	if (write(fd, buf, JOURNAL_RECORD) != JOURNAL_RECORD)
 		die("journal write: %m");
 }
 
@@ -304,6 +316,11 @@ int journal_check(const char *dir, long ninst, const unsigned char *kind_of,
 		die("%s: %m", path);
 	while (fgets(line, sizeof(line), f)) {
 		c.line++;
+		if (strlen(line) != JOURNAL_RECORD ||
+		    line[JOURNAL_RECORD - 1] != '\n') {
+			bad(&c, &ks->failures, "torn journal record: %s", line);
+			continue;
+		}
 		line[strcspn(line, "\n")] = '\0';
 		check_line(&c, line);
 	}

@@ -17,6 +17,8 @@
 #define JOURNAL_NAME "journal"
 #define COUNTER_NAME "counter"
 #define SHM_NAME "shm"
+/* Bytes per journal record; divides the page size (see journal.c). */
+#define JOURNAL_RECORD 128
 
 /* The lockers.  LIB_* use libpidlock through its C API. */
 enum kind {
