@@ -100,7 +100,7 @@ static pid_t start(int id, long rounds)
 	return pid;
 }
 
-static void usage(void)
+__attribute__((noreturn)) static void usage(void)
 {
 	fprintf(stderr, "usage: counter [-p PROCS] [-n INCREMENTS] [-k KILLS] [-d DIR]\n");
 	exit(64);

@@ -139,7 +139,10 @@ static bool is_space(char ch)
 	       ch == '\f';
 }
 
-static void parse_line(const char *s, const char *end, bool first,
+/* `cut`: the read bound ended the line, so its value may be a prefix
+ * of the real one ("timestamp=17" of "timestamp=1763..."): only a tag,
+ * shortened anyway, may be taken from it. */
+static void parse_line(const char *s, const char *end, bool first, bool cut,
 		       struct content *c)
 {
 	const char *eq;
@@ -151,10 +154,12 @@ static void parse_line(const char *s, const char *end, bool first,
 	eq = memchr(s, '=', (size_t)(end - s));
 	if (!eq) {
 		/* libbsd pidfile(3), liblockfile and PIDLOCK_PLAIN_PID. */
-		if (first)
+		if (first && !cut)
 			c->bare_pid = parse_pid(s, end);
 		return;
 	}
+	if (cut && !token_is(s, eq, "tag"))
+		return;
 	if (token_is(s, eq, "pid")) {
 		c->pid = parse_pid(eq + 1, end);
 	} else if (token_is(s, eq, "timestamp")) {
@@ -184,7 +189,8 @@ void content_parse(const char *data, size_t len, struct content *c)
 		while (q < le && is_space(*q))
 			q++;
 		if (q < le) {
-			parse_line(p, le, first, c);
+			parse_line(p, le, first,
+				   !nl && len >= CONTENT_READ_MAX, c);
 			first = false;
 		}
 		p = nl ? nl + 1 : end;

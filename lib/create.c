@@ -89,7 +89,7 @@ static int publish_proc(struct pidlock *lock, int fd)
 {
 	char proc[64];
 
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	(void)snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd); /* fits */
 	if (linkat(AT_FDCWD, proc, AT_FDCWD, lock->path, AT_SYMLINK_FOLLOW) < 0)
 		return -errno;
 	return 0;

@@ -27,7 +27,7 @@
 /* The pid= line sits in the first few lines of any record we write. */
 #define PID_READ_MAX 512
 /* The refresher only formats and writes a short record. */
-#define REFRESHER_STACK (128 * 1024)
+#define REFRESHER_STACK ((size_t)128 * 1024)
 
 static pid_t parse_pid_value(const char *s, const char *end)
 {

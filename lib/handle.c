@@ -10,8 +10,10 @@
 #include "internal.h"
 
 #define KIND_FLAGS (PIDLOCK_FLOCK_ONLY | PIDLOCK_OFD_ONLY)
-#define ALL_FLAGS (KIND_FLAGS | PIDLOCK_NO_SYNC | PIDLOCK_PLAIN_PID | \
-		   PIDLOCK_KEEP_FILE)
+/* unsigned, so that ~ALL_FLAGS masks the unsigned flags without a
+ * sign conversion */
+#define ALL_FLAGS ((unsigned int)(KIND_FLAGS | PIDLOCK_NO_SYNC | \
+				  PIDLOCK_PLAIN_PID | PIDLOCK_KEEP_FILE))
 
 /* The path must name a file in a directory: not "", not "dir/", not
  * "." or "..", and it must fit PATH_MAX with its temp-file siblings. */

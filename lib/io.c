@@ -108,14 +108,24 @@ void close_keep_errno(int fd)
 	errno = saved;
 }
 
-/* How much of the grace period after the file's last write is left.
- * A future mtime counts as "just written", so the wait stays bounded. */
+/*
+ * How much of the grace period after the file's last write is left.
+ * Whoever may write the file may set any mtime (tmpfs keeps all 64
+ * bits), so only one within a second and a grace period of now, either
+ * way, is taken for a write in progress; a little ahead (a writer's
+ * clock) counts as "just written".  Any other mtime is no write: were a
+ * far-future one "just written", each try would wait again, forever.
+ */
 int64_t grace_left_ms(const struct stat *st, unsigned int grace_ms)
 {
+	time_t span = (time_t)(grace_ms / 1000) + 1;
 	struct timespec ts;
 	int64_t age;
 
 	if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
+		return 0;
+	if (st->st_mtim.tv_sec < ts.tv_sec - span ||
+	    st->st_mtim.tv_sec > ts.tv_sec + span)
 		return 0;
 	age = ((int64_t)ts.tv_sec - (int64_t)st->st_mtim.tv_sec) * 1000 +
 	      ((int64_t)ts.tv_nsec - (int64_t)st->st_mtim.tv_nsec) / 1000000;

@@ -137,6 +137,6 @@ int klock_proc(dev_t dev, ino_t ino, pid_t *pid)
 		if (lpid > 0 && pid && !*pid)
 			*pid = lpid;
 	}
-	fclose(f);
+	(void)fclose(f);	/* read-only: nothing to flush */
 	return kinds;
 }

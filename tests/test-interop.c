@@ -211,14 +211,14 @@ static int stale_judge(struct tu_child *c, void *arg)
 /* A holder that refreshes is never judged stale by a spec-only peer. */
 START_TEST(refresh_keeps_spec_peers_away)
 {
-	const char *p = tu_path("x.lock");
+	char *p = tu_path("x.lock");
 	struct pidlock *l;
 	struct tu_child judge;
 	long end;
 
 	ck_assert_int_eq(pidlock_new(&l, p, PIDLOCK_NO_SYNC), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	tu_spawn(&judge, stale_judge, (void *)p);
+	tu_spawn(&judge, stale_judge, p);
 	ck_assert_int_eq(tu_wait_signal(&judge), 'S');
 	for (end = tu_ms() + 2600; tu_ms() < end; usleep(300 * 1000))
 		ck_assert_int_eq(pidlock_refresh(l), 0);
@@ -351,7 +351,7 @@ static int bsd_holder(struct tu_child *c, void *arg)
  * are excluded by it, and take its file over once it is dead. */
 START_TEST(libbsd_pidfile)
 {
-	const char *p = tu_path("x.pid");
+	char *p = tu_path("x.pid");
 	struct pidlock *l;
 	struct pidlock_info info;
 	struct tu_child c;
@@ -370,7 +370,7 @@ START_TEST(libbsd_pidfile)
 	ck_assert(errno == EINVAL || (errno == EEXIST && other == getpid()));
 	ck_assert_int_eq(pidlock_release(l), 0);
 
-	tu_spawn(&c, bsd_holder, (void *)p);
+	tu_spawn(&c, bsd_holder, p);
 	ck_assert_int_eq(tu_wait_signal(&c), 'L');
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	ck_assert_int_eq(pidlock_holder(l, &info), 0);

@@ -138,11 +138,11 @@ static int posix_hold(struct tu_child *c, void *arg)
  * protocol) keeps us out. */
 START_TEST(fcntl_holder_excludes)
 {
-	const char *p = tu_path("a.lock");
+	char *p = tu_path("a.lock");
 	struct pidlock *l = mk(p, 0);
 	struct tu_child c;
 
-	tu_spawn(&c, posix_hold, (void *)p);
+	tu_spawn(&c, posix_hold, p);
 	ck_assert_int_eq(tu_wait_signal(&c), 'L');
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	tu_tell(&c, 'R');
@@ -239,13 +239,13 @@ static int crash_holder(struct tu_child *c, void *arg)
  * Without the marker rule it would look like a live spec-only lock. */
 START_TEST(sigkill_holder_next_gets_it_at_once)
 {
-	const char *p = tu_path("a.lock");
+	char *p = tu_path("a.lock");
 	struct pidlock *l = mk(p, 0);
 	struct pidlock_info info;
 	struct tu_child c;
 	ino_t ino;
 
-	tu_spawn(&c, crash_holder, (void *)p);
+	tu_spawn(&c, crash_holder, p);
 	ck_assert_int_eq(tu_wait_signal(&c), 'L');
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	tu_kill(&c);
@@ -339,14 +339,14 @@ static int late_writer(struct tu_child *c, void *arg)
  * watches for the write, and then sees a spec-only holder. */
 START_TEST(grace_waits_for_spec_writer)
 {
-	const char *p = tu_path("a.lock");
+	char *p = tu_path("a.lock");
 	struct pidlock *l = mk(p, 0);
 	struct pidlock_info info;
 	struct tu_child c;
 	long t0;
 
 	ck_assert_int_eq(pidlock_set_grace(l, 2000), 0);
-	tu_spawn(&c, late_writer, (void *)p);
+	tu_spawn(&c, late_writer, p);
 	ck_assert_int_eq(tu_wait_signal(&c), 'C');
 	t0 = tu_ms();
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
@@ -452,13 +452,13 @@ static int waiter(struct tu_child *c, void *arg)
  * holding the file that is at the path. */
 START_TEST(inode_check_after_unlink)
 {
-	const char *p = tu_path("a.lock");
+	char *p = tu_path("a.lock");
 	struct pidlock *l = mk(p, PIDLOCK_NO_SYNC);
 	struct tu_child c;
 
 	/* Spawned before we lock: a child forked while we hold would
 	 * share our open file description, and so our lock. */
-	tu_spawn(&c, waiter, (void *)p);
+	tu_spawn(&c, waiter, p);
 	ck_assert_int_eq(tu_wait_signal(&c), 'S');
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	tu_tell(&c, 'G');

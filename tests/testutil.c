@@ -31,7 +31,7 @@ const char *tu_dir(void)
 	return dir;
 }
 
-const char *tu_path(const char *name)
+char *tu_path(const char *name)
 {
 	static char bufs[4][PATH_MAX];
 	static int next;

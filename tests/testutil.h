@@ -11,8 +11,9 @@
 
 /* A fresh directory per test, removed with its content by tu_cleanup(). */
 const char *tu_dir(void);
-/* tu_dir()/name, in a static rotating buffer. */
-const char *tu_path(const char *name);
+/* tu_dir()/name, in a static rotating buffer (writable, so it can be a
+ * tu_spawn() argument as it is). */
+char *tu_path(const char *name);
 void tu_cleanup(void);
 
 int tu_count_fds(void);

@@ -41,7 +41,7 @@ struct opts {
 int parse_options(int argc, char **argv, struct opts *o);
 
 /* util.c */
-extern const char *program_name;
+extern char program_name[];
 void warn_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warn_path(const char *path, int err);
 void warn_file(const char *path, const char *fmt, ...)

@@ -13,7 +13,7 @@ int main(int argc, char **argv)
 
 	/* getopt_long names the program by argv[0]; installed or run from the
 	 * build tree, the messages say "pidlock". */
-	argv[0] = (char *)program_name;
+	argv[0] = program_name;
 	if (open_std_fds() < 0)
 		return EX_OSERR;
 	r = parse_options(argc, argv, &o);

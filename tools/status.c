@@ -40,9 +40,11 @@ static const char *state_meaning(enum pidlock_state state)
 		return "no kernel lock: its holder is gone; the next locker takes it over";
 	case PIDLOCK_STATE_STALE:
 		return "spec-only, past the stale timeout, its process gone";
-	default:
-		return NULL;
+	case PIDLOCK_STATE_FREE:
+	case PIDLOCK_STATE_UNREADABLE:
+		break;
 	}
+	return NULL;
 }
 
 static void print_pid(const struct pidlock_info *info)

@@ -12,7 +12,8 @@
 
 #include "cli.h"
 
-const char *program_name = "pidlock";
+/* Writable, so that main() can point argv[0] at it without a cast. */
+char program_name[] = "pidlock";
 
 void warn_msg(const char *fmt, ...)
 {

@@ -517,7 +517,7 @@ END_TEST
 
 START_TEST(pidfile_modes)
 {
-	static const int in[] = { 0, 0600, 0644, 0666 };
+	static const mode_t in[] = { 0, 0600, 0644, 0666 };
 	static const int out[] = { 0644, 0600, 0644, 0664 };
 
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {

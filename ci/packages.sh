@@ -1,0 +1,214 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Build the Debian packages from the release tarball and use them:
+#
+#   1. make dist; unpack the tarball in a scratch directory
+#   2. dpkg-buildpackage -us -uc -b (this runs make check too)
+#   3. lintian: no error and no warning
+#   4. check what each package holds
+#   5. apt-get install ./*.deb; build ci/smoke.c, examples/counter.c and
+#      the example of pidlock(3) against the installed library with
+#      pkg-config and run them; run pidlock --version
+#   6. remove the packages again
+#
+# Run as root from a configured build directory.  Options:
+#   --build-only   stop after step 4 (no root needed for that part)
+# Environment: KEEP=1 keeps the scratch directory, OUTDIR=DIR copies the
+# .debs there, KEEP_INSTALLED=1 leaves the packages installed.
+set -eu
+
+me=packages.sh
+make=${MAKE:-make}
+build_only=0
+[ "${1:-}" = --build-only ] && build_only=1
+
+die() {
+	echo "$me: $*" >&2
+	exit 1
+}
+
+need() {
+	command -v "$1" >/dev/null 2>&1 || die "$1 not found (apt-get install $2)"
+}
+
+[ -f Makefile ] || die "run me from a configured build directory"
+need dpkg-buildpackage dpkg-dev
+need dh debhelper
+need lintian lintian
+[ $build_only = 1 ] || [ "$(id -u)" = 0 ] || die "installing needs root (or use --build-only)"
+
+version=$(sed -n 's/^VERSION = //p' Makefile)
+[ -n "$version" ] || die "no VERSION in Makefile"
+tarball=libpidlock-$version.tar.xz
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/libpidlock-deb.XXXXXX")
+installed=
+cleanup() {
+	if [ -n "$installed" ] && [ "${KEEP_INSTALLED:-0}" != 1 ]; then
+		echo "$me: removing $installed"
+		# shellcheck disable=SC2086 # a list of package names
+		DEBIAN_FRONTEND=noninteractive apt-get purge -y -q -o DPkg::Lock::Timeout=300 $installed >"$tmp/purge.log" 2>&1 ||
+			{ cat "$tmp/purge.log" >&2; echo "$me: could not remove $installed" >&2; }
+	fi
+	if [ "${KEEP:-0}" = 1 ]; then
+		echo "$me: kept $tmp"
+	else
+		rm -rf "$tmp"
+	fi
+}
+trap cleanup EXIT
+
+step() {
+	echo "$me: $*"
+}
+
+# --- 1. the release tarball ------------------------------------------------
+step "make dist"
+$make -s dist >"$tmp/dist.log" 2>&1 || { cat "$tmp/dist.log" >&2; die "make dist failed"; }
+[ -f "$tarball" ] || die "make dist made no $tarball"
+cp "$tarball" "$tmp/libpidlock_$version.orig.tar.xz"
+tar -C "$tmp" -xf "$tarball"
+src=$tmp/libpidlock-$version
+[ -d "$src/debian" ] || die "$tarball has no debian/ directory"
+
+# Every debian/ file under version control must be in the tarball
+# (PKG_DEBIAN_FILES in pkg.mk).
+srcdir=$(sed -n 's/^srcdir = //p' Makefile)
+if git -C "${srcdir:-.}" ls-files debian >"$tmp/git-debian" 2>/dev/null && [ -s "$tmp/git-debian" ]; then
+	(cd "$src" && find debian -type f | LC_ALL=C sort) >"$tmp/dist-debian"
+	LC_ALL=C sort -o "$tmp/git-debian" "$tmp/git-debian"
+	missing=$(LC_ALL=C comm -23 "$tmp/git-debian" "$tmp/dist-debian")
+	[ -z "$missing" ] || die "not in the tarball (add to PKG_DEBIAN_FILES in pkg.mk): $missing"
+fi
+cd "$src"
+
+debversion=$(dpkg-parsechangelog -S Version)
+[ "${debversion%-*}" = "$version" ] ||
+	die "debian/changelog is at $debversion but the tarball is $version: add a changelog entry"
+
+# Without the command in the tree there is no pidlock package to build.
+profiles=
+if ! grep -Eq '^bin_PROGRAMS *=.*pidlock' Makefile.in; then
+	profiles=pkg.libpidlock.nocli
+	step "the tree has no pidlock command: building with profile $profiles"
+fi
+
+# --- 2. build --------------------------------------------------------------
+step "dpkg-buildpackage -us -uc -b -Jauto${profiles:+ -P$profiles} (log: build.log)"
+start=$(date +%s)
+if ! dpkg-buildpackage -us -uc -b -Jauto ${profiles:+-P"$profiles"} >"$tmp/build.log" 2>&1; then
+	tail -n 80 "$tmp/build.log" >&2
+	die "dpkg-buildpackage failed"
+fi
+step "built in $(($(date +%s) - start)) s; make check in the build said:"
+grep -E '^(PASS|FAIL|ERROR|SKIP|XFAIL|XPASS): ' "$tmp/build.log" | sed 's/^/  /' || true
+grep -E '^# (TOTAL|PASS|SKIP|FAIL|ERROR):' "$tmp/build.log" | tr -s ' \n' ' ' | sed 's/^/  /' || true
+echo
+cd "$tmp"
+ls -1 ./*.deb | sed 's/^/  /'
+changes=$(ls ./*.changes)
+
+# --- 3. lintian ------------------------------------------------------------
+step "lintian $changes"
+set +e
+lintian --fail-on error,warning --display-info "$changes" >"$tmp/lintian.log" 2>&1
+rc=$?
+set -e
+sed 's/^/  /' "$tmp/lintian.log"
+[ $rc -eq 0 ] || die "lintian found errors or warnings (status $rc)"
+step "lintian: no errors, no warnings"
+
+# --- 4. contents ------------------------------------------------------------
+contents() {
+	dpkg-deb -c "$1"_*.deb | awk '{ print $6 }' | sed 's,^\./,/,'
+}
+
+has() {
+	pkg=$1
+	shift
+	for pat in "$@"; do
+		contents "$pkg" | grep -Eq "^$pat\$" || die "$pkg lacks $pat"
+	done
+}
+
+lacks() {
+	pkg=$1
+	shift
+	for pat in "$@"; do
+		if contents "$pkg" | grep -Eq "^$pat\$"; then
+			die "$pkg must not ship $pat"
+		fi
+	done
+}
+
+ma=/usr/lib/[a-z0-9_]+-linux-[a-z0-9_]+
+has libpidlock0 "$ma/libpidlock\\.so\\.[0-9]+" "$ma/libpidlock\\.so\\.[0-9.]+"
+lacks libpidlock0 "$ma/libpidlock\\.so" "/usr/include/.*" ".*\\.a" ".*\\.la" "/usr/share/man/.*"
+has libpidlock-dev /usr/include/pidlock\\.h "$ma/libpidlock\\.so" "$ma/pkgconfig/libpidlock\\.pc"
+lacks libpidlock-dev "$ma/libpidlock\\.so\\.[0-9.]+" ".*\\.a" ".*\\.la" "/usr/bin/.*"
+# Every manual page of the tree is in the package its section belongs to.
+for page in $(cd "$src" && find man tools -name '*.[1357]' 2>/dev/null | sort); do
+	name=${page##*/}
+	sec=${name##*.}
+	pkg=libpidlock-dev
+	[ "$sec" = 1 ] && pkg=pidlock
+	[ -z "$profiles" ] || [ "$pkg" != pidlock ] || continue
+	has "$pkg" "/usr/share/man/man$sec/$(echo "$name" | sed 's/[.]/\\./g')\\.gz"
+done
+if [ -z "$profiles" ]; then
+	has pidlock /usr/bin/pidlock /usr/share/man/man1/pidlock\\.1\\.gz \
+		/usr/share/bash-completion/completions/pidlock
+fi
+step "package contents are as expected"
+if [ -n "${OUTDIR:-}" ]; then
+	mkdir -p "$OUTDIR"
+	cp ./*.deb "$OUTDIR"/
+	step "copied the packages to $OUTDIR"
+fi
+[ $build_only = 0 ] || exit 0
+
+# --- 5. install and use ----------------------------------------------------
+pkgs=$(for d in ./*.deb; do dpkg-deb -f "$d" Package; done | tr '\n' ' ')
+for p in $pkgs; do
+	if dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
+		die "$p is already installed; remove it first (apt-get purge $p)"
+	fi
+done
+step "apt-get install ./*.deb"
+installed=$pkgs
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=300 ./*.deb >"$tmp/install.log" 2>&1 ||
+	{ cat "$tmp/install.log" >&2; die "apt-get install failed"; }
+for p in $pkgs; do
+	echo "  $(dpkg-query -W -f '${Package} ${Version} ${Status}' "$p")"
+done
+
+cd "$src"
+step "build and run a program against the installed library"
+debian/tests/build-smoke ci/smoke.c
+
+# The programs a user reads first, built the way a user builds them.
+flags=$(pkg-config --cflags --libs libpidlock)
+if [ -f examples/counter.c ]; then
+	step "examples/counter.c against the installed library"
+	# shellcheck disable=SC2086 # the flags are words
+	cc -Wall -Wextra -Werror -o "$tmp/counter" examples/counter.c $flags
+	"$tmp/counter" -p 3 -n 300 -k 3 -d "$tmp"
+fi
+if [ -f man/extract-example.sed ] && [ -f man/pidlock.3 ]; then
+	step "the example of pidlock(3) against the installed library"
+	sed -n -f man/extract-example.sed man/pidlock.3 >"$tmp/pidlock-example.c"
+	# shellcheck disable=SC2086 # the flags are words
+	cc -Wall -Wextra -Werror -o "$tmp/pidlock-example" "$tmp/pidlock-example.c" $flags
+	"$tmp/pidlock-example" "$tmp/example.lock"
+	[ ! -e "$tmp/example.lock" ] || die "the pidlock(3) example left its lock file"
+fi
+if [ -z "$profiles" ]; then
+	step "pidlock --version"
+	[ "$(command -v pidlock)" = /usr/bin/pidlock ] || die "pidlock is not /usr/bin/pidlock"
+	pidlock --version || die "pidlock --version failed"
+	if command -v man >/dev/null; then
+		man -w pidlock >/dev/null 2>&1 || die "man cannot find pidlock(1)"
+	fi
+fi
+step "the installed packages work"
