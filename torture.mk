@@ -35,7 +35,7 @@ tests_torture_test_unlink_race_SOURCES = tests/torture/test-unlink-race.c
 tests_torture_test_unlink_race_LDADD = lib/libpidlock.la
 TESTS += tests/torture/test-unlink-race
 EXTRA_DIST += $(TORTURE_SHORT) tests/torture/run.sh tests/torture/README \
-	tests/torture/vg-run
+	tests/torture/vg-run tests/torture/valgrind.supp
 
 TORTURE_DURATION = 60
 TORTURE_PROCS = 8

@@ -19,15 +19,14 @@ procs=${TORTURE_PROCS:-0}
 rate=${TORTURE_KILL_RATE:-8}
 wrap=
 if [ -n "${TORTURE_VALGRIND:-}" ]; then
-	# Slower by far: fewer kills, and margins that a process slowed down
-	# by valgrind cannot overrun (the grace for a spec writer, the spec
-	# peers' stale timeout).
-	dur=${TORTURE_VALGRIND_DURATION:-4}
+	# Slower by far: fewer kills, and wider margins (--slow).
+	dur=${TORTURE_VALGRIND_DURATION:-8}
 	rate=2
-	set -- "$@" --grace 3000 --spec-stale 5 --bound 120
+	set -- "$@" --slow
 	wrap="${LIBTOOL:-$top/libtool} --mode=execute valgrind -q --error-exitcode=99 \
 --leak-check=full --errors-for-leak-kinds=definite,indirect \
---trace-children=yes --trace-children-skip=/usr/*,/bin/*"
+--trace-children=yes --trace-children-skip=/usr/*,/bin/* \
+--suppressions=$(cd "$(dirname "$0")" && pwd)/valgrind.supp"
 fi
 # shellcheck disable=SC2086
 exec $wrap "$torture" --duration "$dur" --procs "$procs" \

@@ -200,6 +200,7 @@ struct opts {
 	double stuck;		/* seconds without a holder = stuck */
 	uint64_t seed;
 	bool keep_dir;
+	bool slow;		/* participants under valgrind */
 	int verbose;
 };
 
@@ -641,6 +642,7 @@ static void usage(FILE *f)
 		"  --spec-stale SEC   spec peers' stale timeout (1)\n"
 		"  --grace MS         libpidlock grace (library default)\n"
 		"  --bound SEC        time allowed to finish after the stop (30)\n"
+		"  --slow             wider margins, for participants under valgrind\n"
 		"  --seed N  --dir DIR  --keep  --verbose\n"
 		"  torture cs DIR SLOT ID CS_US [rm]   (internal)\n");
 }
@@ -668,7 +670,8 @@ static void parse_opts(int argc, char **argv)
 		{ "spec-stale", 1, 0, 's' }, { "grace", 1, 0, 'g' },
 		{ "bound", 1, 0, 'b' }, { "seed", 1, 0, 'S' },
 		{ "dir", 1, 0, 'D' }, { "keep", 0, 0, 'K' },
-		{ "verbose", 0, 0, 'v' }, { "help", 0, 0, 'h' }, { 0 }
+		{ "verbose", 0, 0, 'v' }, { "slow", 0, 0, 'L' },
+		{ "help", 0, 0, 'h' }, { 0 }
 	};
 	int c;
 
@@ -693,6 +696,7 @@ static void parse_opts(int argc, char **argv)
 		case 'D': S.cfg.dir = optarg; break;
 		case 'K': S.o.keep_dir = true; break;
 		case 'v': S.o.verbose = 1; break;
+		case 'L': S.o.slow = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(64);
 		}
@@ -806,9 +810,19 @@ static void configure_mix(void)
 	 * spec peer removes such files first; libpidlock's stale timeout is
 	 * longer, so the two never both act on one stale file (the spec's
 	 * removal is racy by its own admission). */
+	if (S.o.slow) {
+		/* Under valgrind a spec writer can take long between its
+		 * create and its write, and a holder long in its section. */
+		S.o.bound = 120;
+		S.o.stuck = 60;
+		if (strcmp(S.o.mix->name, "spec") == 0) {
+			S.cfg.spec_stale = 5;
+			S.cfg.grace_ms = 3000;
+		}
+	}
 	if (strcmp(S.o.mix->name, "spec") == 0) {
 		S.cfg.lib_stale = S.cfg.spec_stale + 2;
-		S.o.stuck = S.cfg.lib_stale + 15;
+		S.o.stuck += S.cfg.lib_stale;
 	}
 	if (S.o.mix->expect == UNSAFE)
 		S.o.kill_rate = 0;
