@@ -65,12 +65,24 @@ static int open_named(struct pidlock *lock, char *name, size_t size)
 	return -EEXIST;
 }
 
+/* An interrupted unlink would leave a temp name nobody removes. */
+static int unlink_tmp(const char *tmp)
+{
+	int r;
+
+	while ((r = unlink(tmp)) < 0 && errno == EINTR)
+		;
+	return r < 0 && errno != ENOENT ? -errno : 0;
+}
+
 /* Only litter can be left if this fails; the error that got us here
  * is the one worth reporting. */
 static void discard_tmp(const char *tmp)
 {
-	if (unlink(tmp) < 0 && errno != ENOENT)
-		return;
+	int saved = errno;
+
+	(void)unlink_tmp(tmp);
+	errno = saved;
 }
 
 static int publish_proc(struct pidlock *lock, int fd)
@@ -110,22 +122,20 @@ static int publish_unnamed(struct pidlock *lock, int fd)
 
 static int publish_named(struct pidlock *lock, const char *tmp)
 {
-	if (link(tmp, lock->path) < 0) {
-		int r = -errno;
+	int r;
 
+	if (link(tmp, lock->path) < 0) {
+		r = -errno;
 		discard_tmp(tmp);
 		return r;
 	}
-	if (unlink(tmp) == 0 || errno == ENOENT)
+	r = unlink_tmp(tmp);
+	if (r == 0)
 		return 0;
 	/* A second name would outlive the lock: give the lock up. */
-	{
-		int r = -errno;
-
-		if (unlink(lock->path) < 0)
-			r = -errno;
-		return r;
-	}
+	if (unlink(lock->path) < 0)
+		r = -errno;
+	return r;
 }
 
 static int prepare(struct pidlock *lock, int fd)

@@ -46,13 +46,20 @@ static int check_owner(const struct pidlock *lock, const struct stat *st)
 	return 0;
 }
 
-/* 0: the path names fd's inode; 1: it does not (or is gone). */
+/*
+ * 0: the path names fd's inode; 1: it does not (or is gone).  A file
+ * with no links is gone even if a lookup still finds it: an unlink
+ * drops the link count before the name, and a spec-only peer unlinks
+ * without holding any lock.
+ */
 int same_inode(const char *path, int fd, struct stat *st)
 {
 	struct stat lst;
 
 	if (fstat(fd, st) < 0)
 		return -errno;
+	if (st->st_nlink == 0)
+		return 1;
 	if (lstat(path, &lst) < 0)
 		return errno == ENOENT ? 1 : -errno;
 	return lst.st_dev != st->st_dev || lst.st_ino != st->st_ino;
@@ -266,6 +273,11 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 			note_holder(lock, PIDLOCK_STATE_HELD, busy, &c, st);
 			return TRY_BUSY;
 		}
+		/* Its holder may have unlinked the file and let go after our
+		 * inode check: only now is the check final. */
+		r = same_inode(lock->path, fd, st);
+		if (r != 0)
+			return r < 0 ? r : TRY_AGAIN;
 	}
 	return takeover(lock, fd, st);
 }

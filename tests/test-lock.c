@@ -638,6 +638,7 @@ START_TEST(timestamp_is_acquisition_time)
 
 	tu_hold(&c, p, 0);
 	if (fork() == 0) {
+		pidlock_free(l);	/* not held here: memory only */
 		sleep(2);
 		tu_tell(&c, 'R');
 		_exit(0);

@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A fault-injection shim, loaded with LD_PRELOAD or linked ahead of the
+ * C library.  It makes the Nth call of one family of system calls fail
+ * with a chosen errno (or, for writes, come back short), so that every
+ * error path of the library can be driven from a test.
+ *
+ * Armed from a test with fault_arm(); idle otherwise, so it is harmless
+ * in any process it is preloaded into.  With FAULT_NOTMPFILE=1 in the
+ * environment (or fault_notmpfile(1)) every O_TMPFILE open fails with
+ * EOPNOTSUPP, as on a file system without O_TMPFILE; if FAULT_LOG names
+ * a file, each refusal and each named temp file created is noted there,
+ * so a test run can prove that the fallback ran.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "faultshim.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static struct {
+	enum fault_fn fn;
+	int nth;		/* fail the nth call (1-based); 0: disarmed */
+	int err;		/* errno, or FAULT_SHORT */
+	int calls;		/* calls of fn since armed */
+	int hit;		/* faults injected */
+	int notmpfile;		/* -1: read the environment first */
+	char path[4096];	/* path argument of the failed call, if any */
+} st = { .notmpfile = -1 };
+
+EXPORT void fault_arm(enum fault_fn fn, int nth, int err)
+{
+	st.fn = fn;
+	st.nth = nth;
+	st.err = err;
+	st.calls = 0;
+	st.hit = 0;
+	st.path[0] = '\0';
+}
+
+EXPORT void fault_disarm(void)
+{
+	st.nth = 0;
+}
+
+EXPORT int fault_calls(void)
+{
+	return st.calls;
+}
+
+EXPORT int fault_hits(void)
+{
+	return st.hit;
+}
+
+EXPORT const char *fault_path(void)
+{
+	return st.path;
+}
+
+static void note_path(const char *path)
+{
+	size_t n = strlen(path);
+
+	if (n >= sizeof(st.path))
+		n = sizeof(st.path) - 1;
+	memcpy(st.path, path, n);
+	st.path[n] = '\0';
+}
+
+static bool notmpfile(void)
+{
+	if (st.notmpfile < 0) {
+		const char *e = getenv("FAULT_NOTMPFILE");
+
+		st.notmpfile = e && e[0] == '1';
+	}
+	return st.notmpfile;
+}
+
+EXPORT void fault_notmpfile(int on)
+{
+	st.notmpfile = on;
+}
+
+static void *real(const char *name)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+
+	if (!p)
+		abort();
+	return p;
+}
+
+#define REAL(type, name, args) \
+	static type (*real_##name) args; \
+	if (!real_##name) \
+		real_##name = (type (*) args)real(#name)
+
+/* Is this the call to fail?  Sets errno when it is. */
+static bool inject(enum fault_fn fn, bool *shorten)
+{
+	if (!st.nth || st.fn != fn)
+		return false;
+	if (++st.calls != st.nth)
+		return false;
+	st.hit++;
+	if (st.err == FAULT_SHORT) {
+		if (shorten)
+			*shorten = true;
+		return !!shorten;
+	}
+	errno = st.err;
+	return true;
+}
+
+static void note(const char *what)
+{
+	const char *log = getenv("FAULT_LOG");
+	int saved = errno;
+	REAL(int, open, (const char *, int, ...));
+	REAL(ssize_t, write, (int, const void *, size_t));
+	int fd;
+
+	if (!log || !log[0])
+		return;
+	fd = real_open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		(void)real_write(fd, what, strlen(what));
+		close(fd);
+	}
+	errno = saved;
+}
+
+static bool needs_mode(int flags)
+{
+	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+/* Common to the open family: the injected fault, or the refused
+ * O_TMPFILE; false lets the real call go ahead. */
+static bool open_fails(const char *path, int flags, enum fault_fn fn)
+{
+	const char *base;
+
+	if (inject(fn, NULL)) {
+		note_path(path);
+		return true;
+	}
+	if ((flags & O_TMPFILE) == O_TMPFILE && notmpfile()) {
+		note("tmpfile-refused\n");
+		errno = EOPNOTSUPP;
+		return true;
+	}
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL) &&
+	    strncmp(base, ".pidlock-tmp-", 13) == 0)
+		note("named-temp\n");
+	return false;
+}
+
+#define OPEN_WRAPPER(name, fn) \
+EXPORT int name(const char *path, int flags, ...) \
+{ \
+	REAL(int, name, (const char *, int, ...)); \
+	mode_t mode = 0; \
+	if (needs_mode(flags)) { \
+		va_list ap; \
+		va_start(ap, flags); \
+		mode = va_arg(ap, mode_t); \
+		va_end(ap); \
+	} \
+	if (open_fails(path, flags, fn)) \
+		return -1; \
+	return real_##name(path, flags, mode); \
+}
+
+#define OPENAT_WRAPPER(name, fn) \
+EXPORT int name(int dfd, const char *path, int flags, ...) \
+{ \
+	REAL(int, name, (int, const char *, int, ...)); \
+	mode_t mode = 0; \
+	if (needs_mode(flags)) { \
+		va_list ap; \
+		va_start(ap, flags); \
+		mode = va_arg(ap, mode_t); \
+		va_end(ap); \
+	} \
+	if (open_fails(path, flags, fn)) \
+		return -1; \
+	return real_##name(dfd, path, flags, mode); \
+}
+
+OPEN_WRAPPER(open, FAULT_OPEN)
+OPEN_WRAPPER(open64, FAULT_OPEN)
+OPENAT_WRAPPER(openat, FAULT_OPENAT)
+OPENAT_WRAPPER(openat64, FAULT_OPENAT)
+
+/* _FORTIFY_SOURCE builds call these. */
+EXPORT int __open_2(const char *path, int flags);
+EXPORT int __open_2(const char *path, int flags)
+{
+	return open(path, flags);
+}
+
+EXPORT int __open64_2(const char *path, int flags);
+EXPORT int __open64_2(const char *path, int flags)
+{
+	return open(path, flags);
+}
+
+EXPORT int __openat_2(int dfd, const char *path, int flags);
+EXPORT int __openat_2(int dfd, const char *path, int flags)
+{
+	return openat(dfd, path, flags);
+}
+
+EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	REAL(ssize_t, write, (int, const void *, size_t));
+	bool shorten = false;
+
+	if (inject(FAULT_WRITE, &shorten) && !shorten)
+		return -1;
+	return real_write(fd, buf, shorten && n > 1 ? n / 2 : n);
+}
+
+#define PWRITE_WRAPPER(name) \
+EXPORT ssize_t name(int fd, const void *buf, size_t n, off_t off) \
+{ \
+	REAL(ssize_t, name, (int, const void *, size_t, off_t)); \
+	bool shorten = false; \
+	if (inject(FAULT_PWRITE, &shorten) && !shorten) \
+		return -1; \
+	return real_##name(fd, buf, shorten && n > 1 ? n / 2 : n, off); \
+}
+
+PWRITE_WRAPPER(pwrite)
+PWRITE_WRAPPER(pwrite64)
+
+EXPORT int fdatasync(int fd)
+{
+	REAL(int, fdatasync, (int));
+
+	if (inject(FAULT_FDATASYNC, NULL))
+		return -1;
+	return real_fdatasync(fd);
+}
+
+EXPORT int linkat(int ofd, const char *old, int nfd, const char *new, int fl)
+{
+	REAL(int, linkat, (int, const char *, int, const char *, int));
+
+	if (inject(FAULT_LINKAT, NULL)) {
+		note_path(new);
+		return -1;
+	}
+	return real_linkat(ofd, old, nfd, new, fl);
+}
+
+EXPORT int link(const char *old, const char *new)
+{
+	REAL(int, link, (const char *, const char *));
+
+	if (inject(FAULT_LINK, NULL)) {
+		note_path(new);
+		return -1;
+	}
+	return real_link(old, new);
+}
+
+EXPORT int unlink(const char *path)
+{
+	REAL(int, unlink, (const char *));
+
+	if (inject(FAULT_UNLINK, NULL)) {
+		note_path(path);
+		return -1;
+	}
+	return real_unlink(path);
+}
+
+EXPORT int unlinkat(int dfd, const char *path, int fl)
+{
+	REAL(int, unlinkat, (int, const char *, int));
+
+	if (inject(FAULT_UNLINK, NULL)) {
+		note_path(path);
+		return -1;
+	}
+	return real_unlinkat(dfd, path, fl);
+}

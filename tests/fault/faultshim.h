@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The fault-injection shim's controls; see faultshim.c. */
+#ifndef FAULTSHIM_H
+#define FAULTSHIM_H
+
+/* Families of calls; a fault counts every member of its family. */
+enum fault_fn {
+	FAULT_OPEN,		/* open, open64, __open_2 */
+	FAULT_OPENAT,		/* openat, openat64, __openat_2 */
+	FAULT_WRITE,
+	FAULT_PWRITE,		/* pwrite, pwrite64 */
+	FAULT_FDATASYNC,
+	FAULT_LINKAT,
+	FAULT_LINK,
+	FAULT_UNLINK,		/* unlink, unlinkat */
+	FAULT_NFNS
+};
+
+/* As an errno for fault_arm(): the write happens, for half the bytes. */
+#define FAULT_SHORT (-1)
+
+void fault_arm(enum fault_fn fn, int nth, int err);
+void fault_disarm(void);
+int fault_calls(void);
+int fault_hits(void);
+/* The path the failed call named (unlink, link, linkat, open), or "". */
+const char *fault_path(void);
+void fault_notmpfile(int on);
+
+#endif

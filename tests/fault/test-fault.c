@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The library's error paths, driven by the fault shim.  For every
+ * operation (create, take over, release, refresh), with and without
+ * O_TMPFILE, every call of each family (open, openat, write, pwrite,
+ * fdatasync, linkat, link, unlink) is made to fail in turn, with ENOSPC,
+ * EIO and EINTR, and writes are also cut short.  Each time:
+ *  - the call returns 0 or exactly the injected error (a clean error);
+ *  - no descriptor is leaked (/proc/self/fd is counted before and after);
+ *  - no temp file is left in the directory;
+ *  - a failed create leaves nothing at the path, and any file that is
+ *    at the path holds a complete record: never an empty or half
+ *    written one, which a spec-only reader would take as held forever.
+ * Each case runs in its own process, so one cannot spoil the next.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pidlock.h>
+
+#include "faultshim.h"
+
+#define MAX_NTH 24
+#define NOT_REACHED 10
+
+enum op { OP_CREATE, OP_TAKEOVER, OP_RELEASE, OP_REFRESH, OP_N };
+
+static const char *const op_names[OP_N] = {
+	"create", "takeover", "release", "refresh",
+};
+static const char *const fn_names[FAULT_NFNS] = {
+	"open", "openat", "write", "pwrite", "fdatasync", "linkat", "link",
+	"unlink",
+};
+static const int errs[] = { ENOSPC, EIO, EINTR, FAULT_SHORT };
+
+static char dir[4096], path[4200];
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	ck_assert_msg(d != NULL, "/proc/self/fd: %s", strerror(errno));
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1;	/* the DIR's own descriptor */
+}
+
+static int temp_files(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	ck_assert(d != NULL);
+	while ((de = readdir(d)))
+		n += strncmp(de->d_name, ".pidlock-tmp-", 13) == 0;
+	closedir(d);
+	return n;
+}
+
+static ssize_t read_path(char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n < 0 ? -errno : n;
+}
+
+/* pid=, timestamp= and the lock= marker all there: a whole record. */
+static int whole_record(const char *buf)
+{
+	return strstr(buf, "pid=") && strstr(buf, "\ntimestamp=") &&
+	       strstr(buf, "\nlock=flock,ofd\n");
+}
+
+/* An abandoned record of a dead pid, longer than ours so that the
+ * take-over pads. */
+static const char old_record[] =
+	"pid=999999\ntimestamp=1000000000\ntag=an old holder, long gone, whose record is longer than ours\nlock=flock,ofd\n";
+
+static void plant_old_record(void)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+	ck_assert(write(fd, old_record, sizeof(old_record) - 1) ==
+		  (ssize_t)(sizeof(old_record) - 1));
+	close(fd);
+}
+
+/* Remove what a case left (only ever plain files); -errno on failure. */
+static int empty_dir(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int r = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    unlinkat(dirfd(d), de->d_name, 0) < 0)
+			r = -errno;
+	closedir(d);
+	return r;
+}
+
+/* An empty directory for each case. */
+static void fresh_dir(void)
+{
+	int r = empty_dir();
+
+	if (r == -ENOENT)
+		r = mkdir(dir, 0755) < 0 ? -errno : 0;
+	ck_assert_msg(r == 0, "%s: %s", dir, strerror(-r));
+}
+
+#define FAIL(...) do { fprintf(stderr, __VA_ARGS__); _exit(1); } while (0)
+
+/* The operation with the fault armed; the lock is held before it for
+ * release and refresh. */
+static int run_op(struct pidlock *lock, enum op op, enum fault_fn fn, int nth,
+		  int err)
+{
+	int r;
+
+	if (op == OP_RELEASE || op == OP_REFRESH) {
+		r = pidlock_acquire(lock, 0);
+		if (r < 0)
+			FAIL("set-up acquire: %s\n", strerror(-r));
+	}
+	fault_arm(fn, nth, err);
+	if (op == OP_CREATE || op == OP_TAKEOVER)
+		r = pidlock_acquire(lock, 0);
+	else if (op == OP_RELEASE)
+		r = pidlock_release(lock);
+	else
+		r = pidlock_refresh(lock);
+	fault_disarm();
+	return r;
+}
+
+/* What is at the path must be nothing, the old record, or a whole one. */
+static void check_path(enum op op, int r, const char *what)
+{
+	char buf[4096];
+	ssize_t n = read_path(buf, sizeof(buf));
+
+	if (n == -ENOENT)
+		return;
+	if (n < 0)
+		FAIL("%s: reading the lock file: %s\n", what, strerror((int)-n));
+	if (op == OP_CREATE && r < 0)
+		FAIL("%s: a failed create left a file at the path: '%s'\n",
+		     what, buf);
+	if (strcmp(buf, old_record) != 0 && !whole_record(buf))
+		FAIL("%s: the lock file holds a partial record: '%s'\n",
+		     what, buf);
+}
+
+static void check_result(enum op op, int r, int err, const char *what)
+{
+	int want = err == FAULT_SHORT ? 0 : -err;
+
+	/* EINTR may be retried; anything else must come back as it is. */
+	if (r != 0 && r != want)
+		FAIL("%s: returned %d (%s), expected 0 or %d\n", what, r,
+		     strerror(-r), want);
+	if (err == FAULT_SHORT && r != 0)
+		FAIL("%s: a short write was not completed: %s\n", what,
+		     strerror(-r));
+	(void)op;
+}
+
+/* The one temp file nobody can remove: the one whose own unlink(2)
+ * failed for good.  An interrupted unlink must be tried again. */
+static int unremovable_temp(int err)
+{
+	const char *p = fault_path();
+	const char *base = strrchr(p, '/');
+
+	base = base ? base + 1 : p;
+	return err != EINTR && strncmp(base, ".pidlock-tmp-", 13) == 0;
+}
+
+static void __attribute__((noreturn))
+one_case(enum op op, int named, enum fault_fn fn, int nth, int err,
+	 const char *what)
+{
+	struct pidlock *lock;
+	int base, r;
+
+	fault_notmpfile(named);
+	if (op == OP_TAKEOVER)
+		plant_old_record();
+	base = count_fds();
+	r = pidlock_new(&lock, path, 0);
+	if (r < 0)
+		FAIL("pidlock_new: %s\n", strerror(-r));
+	/* Takes effect on the next acquire: rule C waits for nobody here. */
+	pidlock_set_grace(lock, 0);
+	r = run_op(lock, op, fn, nth, err);
+	if (fault_calls() < nth)
+		_exit(NOT_REACHED);
+	check_result(op, r, err, what);
+	if (r == 0 && (op == OP_CREATE || op == OP_TAKEOVER ||
+		       op == OP_REFRESH) && pidlock_verify(lock) != 0)
+		FAIL("%s: succeeded but does not hold the lock\n", what);
+	if (r < 0 && op != OP_RELEASE && op != OP_REFRESH &&
+	    pidlock_fd(lock) != -ENOLCK)
+		FAIL("%s: failed but kept a descriptor\n", what);
+	check_path(op, r, what);
+	pidlock_free(lock);
+	if (count_fds() != base)
+		FAIL("%s: descriptors before %d, after %d\n", what, base,
+		     count_fds());
+	if (temp_files() && !unremovable_temp(err))
+		FAIL("%s: a temp file was left behind\n", what);
+	_exit(0);
+}
+
+static const char *err_name(int err)
+{
+	return err == FAULT_SHORT ? "short" : strerrorname_np(err);
+}
+
+/* Every call of fn in turn: 0 cases run when fn is never called. */
+static int sweep(enum op op, int named, enum fault_fn fn, int *failed)
+{
+	int cases = 0;
+
+	for (size_t e = 0; e < sizeof(errs) / sizeof(errs[0]); e++) {
+		if (errs[e] == FAULT_SHORT && fn != FAULT_WRITE &&
+		    fn != FAULT_PWRITE)
+			continue;
+		for (int nth = 1; nth <= MAX_NTH; nth++) {
+			char what[160];
+			pid_t pid;
+			int status;
+
+			snprintf(what, sizeof(what), "%s%s, %s #%d fails with %s",
+				 op_names[op], named ? " (named temp)" : "",
+				 fn_names[fn], nth, err_name(errs[e]));
+			fresh_dir();
+			pid = fork();
+			ck_assert(pid >= 0);
+			if (pid == 0)
+				one_case(op, named, fn, nth, errs[e], what);
+			ck_assert(waitpid(pid, &status, 0) == pid);
+			if (WIFEXITED(status) &&
+			    WEXITSTATUS(status) == NOT_REACHED)
+				break;
+			cases++;
+			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+				(*failed)++;
+		}
+	}
+	return cases;
+}
+
+static void sweep_op(enum op op)
+{
+	int failed = 0, cases = 0;
+
+	for (int named = 0; named <= 1; named++)
+		for (int fn = 0; fn < FAULT_NFNS; fn++)
+			cases += sweep(op, named, (enum fault_fn)fn, &failed);
+	printf("%s: %d injected failures, %d bad\n", op_names[op], cases,
+	       failed);
+	ck_assert_msg(failed == 0, "%d of %d injected failures of %s went wrong (see above)",
+		      failed, cases, op_names[op]);
+	/* Each operation makes system calls the shim can fail. */
+	ck_assert_int_gt(cases, 0);
+}
+
+START_TEST(test_create) { sweep_op(OP_CREATE); }
+END_TEST
+
+START_TEST(test_takeover) { sweep_op(OP_TAKEOVER); }
+END_TEST
+
+START_TEST(test_release) { sweep_op(OP_RELEASE); }
+END_TEST
+
+START_TEST(test_refresh) { sweep_op(OP_REFRESH); }
+END_TEST
+
+/* The named temp file path really runs when O_TMPFILE is refused: a
+ * held lock then shows no temp name, and one was made on the way. */
+START_TEST(test_named_path_runs)
+{
+	struct pidlock *lock;
+
+	fresh_dir();
+	fault_notmpfile(1);
+	fault_arm(FAULT_LINK, 1000, EIO);
+	ck_assert_int_eq(pidlock_new(&lock, path, 0), 0);
+	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
+	ck_assert_msg(fault_calls() == 1, "link(2) ran %d times", fault_calls());
+	ck_assert_int_eq(temp_files(), 0);
+	ck_assert_int_eq(pidlock_release(lock), 0);
+	fault_disarm();
+	pidlock_free(lock);
+	fault_notmpfile(0);
+}
+END_TEST
+
+/* The shim itself: a fault it reports must be one the caller saw. */
+START_TEST(test_shim_injects)
+{
+	int fd;
+
+	fresh_dir();
+	fault_arm(FAULT_OPEN, 1, ENOSPC);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ck_assert_int_eq(fd, -1);
+	ck_assert_int_eq(errno, ENOSPC);
+	ck_assert_int_eq(fault_hits(), 1);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	fault_arm(FAULT_PWRITE, 1, FAULT_SHORT);
+	ck_assert_int_eq(pwrite(fd, "abcd", 4, 0), 2);
+	fault_disarm();
+	close(fd);
+}
+END_TEST
+
+static Suite *fault_suite(void)
+{
+	Suite *s = suite_create("fault");
+	TCase *tc = tcase_create("inject");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_shim_injects);
+	tcase_add_test(tc, test_named_path_runs);
+	tcase_add_test(tc, test_create);
+	tcase_add_test(tc, test_takeover);
+	tcase_add_test(tc, test_release);
+	tcase_add_test(tc, test_refresh);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	const char *t = getenv("TMPDIR");
+	SRunner *sr;
+	int failed;
+
+	snprintf(dir, sizeof(dir), "%s/pidlock-fault-%ld", t && t[0] ? t : "/tmp",
+		 (long)getpid());
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	sr = srunner_create(fault_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	if (empty_dir() == 0)
+		rmdir(dir);
+	return failed ? 1 : 0;
+}

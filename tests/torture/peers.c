@@ -1,0 +1,550 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The participants.  Each runs in its own process group (so the killer
+ * takes a pidlock(1) tool together with its command) and loops
+ * acquire -> critical section -> release until told to stop; the ones
+ * that run an external program do one cycle per process.
+ *
+ * The peers written here follow their protocols as published, with no
+ * extra care: their weaknesses are the point of some scenarios.
+ */
+#define _GNU_SOURCE
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pidlock.h>
+#ifdef HAVE_LIBBSD
+#include <bsd/libutil.h>
+#endif
+
+#include "torture.h"
+
+/* Per process: where the lock, journal and counter are. */
+static struct {
+	char lock[4096];
+	int dirfd;
+	int jfd;
+	int slot;
+	long id;
+} me;
+
+static void me_init(const char *dir, int slot, long id)
+{
+	snprintf(me.lock, sizeof(me.lock), "%s/" LOCK_NAME, dir);
+	me.slot = slot;
+	me.id = id;
+	me.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (me.dirfd < 0)
+		die("%s: %m", dir);
+	me.jfd = journal_open(dir);
+	if (me.jfd < 0)
+		die("journal: %m");
+	if (map_shm(dir, false) < 0)
+		die("shm: %m");
+}
+
+static void set_phase(enum phase ph)
+{
+	shm->phase[me.slot] = ph;
+}
+
+/* A participant hit an error that the scenario does not allow. */
+static void __attribute__((noreturn)) fail(int err, const char *what)
+{
+	journal_line(me.jfd, "F %ld %d %s:%s\n", me.id, err, what,
+		     strerror(err));
+	_exit(3);
+}
+
+static void broken(const char *what)
+{
+	journal_line(me.jfd, "S %ld %s %lld\n", me.id, what,
+		     (long long)mono_ns());
+}
+
+static long cs_enter(void)
+{
+	long v;
+	int r;
+
+	set_phase(PH_CS);
+	r = counter_read(me.dirfd, &v);
+	if (r < 0)
+		fail(-r, "counter-read");
+	shm->last_enter_ns = mono_ns();
+	journal_line(me.jfd, "E %ld %ld %lld\n", me.id, v,
+		     (long long)mono_ns());
+	/* Long enough for a second process to get in, were that possible. */
+	if (cfg->cs_us)
+		sleep_us(rnd() % cfg->cs_us);
+	return v;
+}
+
+static void cs_leave(long v)
+{
+	int r = counter_write(me.dirfd, v + 1);
+
+	if (r < 0)
+		fail(-r, "counter-write");
+	journal_line(me.jfd, "L %ld %ld %lld\n", me.id, v + 1,
+		     (long long)mono_ns());
+}
+
+/* Between cycles, so that the others get a chance. */
+static void pause_between(void)
+{
+	set_phase(PH_IDLE);
+	sleep_us(rnd() % 500);
+}
+
+/* --- libpidlock through the C API ----------------------------------------- */
+
+static unsigned int lib_flags(enum kind k)
+{
+	switch (k) {
+	case K_LIB_NOSYNC:
+		return PIDLOCK_NO_SYNC;
+	case K_LIB_PLAIN:
+		return PIDLOCK_PLAIN_PID;
+	case K_LIB_FLOCK:
+		return PIDLOCK_FLOCK_ONLY;
+	case K_LIB_OFD:
+		return PIDLOCK_OFD_ONLY;
+	case K_LIB_KEEP:
+		return PIDLOCK_KEEP_FILE;
+	default:
+		return 0;
+	}
+}
+
+/* Blocking, timed and try-once acquires all get their share. */
+static int pick_timeout(void)
+{
+	uint32_t r = rnd() % 4;
+
+	if (r < 2)
+		return -1;
+	return r == 2 ? (int)(1 + rnd() % 200) : 0;
+}
+
+static struct pidlock *lib_open(enum kind k)
+{
+	struct pidlock *lock;
+	int r = pidlock_new(&lock, me.lock, lib_flags(k));
+
+	if (r < 0)
+		fail(-r, "pidlock_new");
+	pidlock_set_tag(lock, kind_name(k));
+	if (cfg->lib_stale && pidlock_set_stale_timeout(lock, cfg->lib_stale) < 0)
+		fail(EINVAL, "stale-timeout");
+	if (cfg->grace_ms && pidlock_set_grace(lock, cfg->grace_ms) < 0)
+		fail(EINVAL, "grace");
+	return lock;
+}
+
+static void lib_cycle(struct pidlock *lock)
+{
+	long v;
+	int r;
+
+	set_phase(PH_ACQUIRE);
+	r = pidlock_acquire(lock, pick_timeout());
+	if (r == -EWOULDBLOCK || r == -ETIMEDOUT) {
+		pause_between();
+		return;
+	}
+	if (r < 0)
+		fail(-r, "acquire");
+	v = cs_enter();
+	r = pidlock_verify(lock);
+	if (r == -ESTALE)
+		broken("verify");
+	else if (r < 0)
+		fail(-r, "verify");
+	cs_leave(v);
+	set_phase(PH_RELEASE);
+	r = pidlock_release(lock);
+	if (r == -ESTALE)
+		broken("release");
+	else if (r < 0)
+		fail(-r, "release");
+	pause_between();
+}
+
+static void lib_loop(enum kind k)
+{
+	struct pidlock *lock = lib_open(k);
+
+	while (!shm->stop)
+		lib_cycle(lock);
+	pidlock_free(lock);
+}
+
+/* --- fslock-guard style: flock(2) plus the inode check ---------------------- */
+
+static int same_file(int fd)
+{
+	struct stat st, lst;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (lstat(me.lock, &lst) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return st.st_dev == lst.st_dev && st.st_ino == lst.st_ino;
+}
+
+static int fslock_take(void)
+{
+	for (;;) {
+		int fd = open(me.lock, O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+		int r;
+
+		if (fd < 0)
+			fail(errno, "fslock-open");
+		while ((r = flock(fd, LOCK_EX)) < 0 && errno == EINTR)
+			;
+		if (r < 0)
+			fail(errno, "fslock-flock");
+		r = same_file(fd);
+		if (r < 0)
+			fail(-r, "fslock-stat");
+		if (r == 1)
+			return fd;
+		close(fd);
+	}
+}
+
+static void fslock_loop(void)
+{
+	while (!shm->stop) {
+		int fd;
+		long v;
+
+		set_phase(PH_ACQUIRE);
+		fd = fslock_take();
+		v = cs_enter();
+		cs_leave(v);
+		/* Its deletion algorithm: unlink while held, then close. */
+		set_phase(PH_RELEASE);
+		if (unlink(me.lock) < 0)
+			fail(errno, "fslock-unlink");
+		close(fd);
+		pause_between();
+	}
+}
+
+/* --- libbsd pidfile(3) ----------------------------------------------------- */
+
+#ifdef HAVE_LIBBSD
+static struct pidfh *bsd_take(void)
+{
+	for (;;) {
+		struct pidfh *pfh = pidfile_open(me.lock, 0644, NULL);
+
+		if (pfh)
+			return pfh;
+		/* Busy: pidfile_open never waits, so poll. */
+		if (errno != EEXIST && errno != EAGAIN && errno != EWOULDBLOCK)
+			fail(errno, "pidfile_open");
+		if (shm->stop)
+			return NULL;
+		sleep_us(200 + rnd() % 2000);
+	}
+}
+
+static void bsd_loop(void)
+{
+	while (!shm->stop) {
+		struct pidfh *pfh;
+		long v;
+
+		set_phase(PH_ACQUIRE);
+		pfh = bsd_take();
+		if (!pfh)
+			break;
+		if (pidfile_write(pfh) < 0)
+			fail(errno, "pidfile_write");
+		v = cs_enter();
+		cs_leave(v);
+		set_phase(PH_RELEASE);
+		if (pidfile_remove(pfh) < 0)
+			fail(errno, "pidfile_remove");
+		pause_between();
+	}
+}
+#else
+static void bsd_loop(void)
+{
+	die("built without libbsd");
+}
+#endif
+
+/* --- spec-only peers (File-Based Semaphore Protocol v1.0) ------------------ */
+
+struct spec_rec {
+	long pid;
+	long long ts;
+	bool pid_ok, ts_ok;
+};
+
+/* As the reference readers do: lines on LF, trimmed, split at the first
+ * '=', unknown keys and lines without '=' skipped, last one wins. */
+static void spec_parse(char *buf, struct spec_rec *rec)
+{
+	char *save = NULL;
+
+	memset(rec, 0, sizeof(*rec));
+	for (char *l = strtok_r(buf, "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(l, '='), *end;
+
+		if (!eq)
+			continue;
+		*eq = '\0';
+		if (strcmp(l, "pid") == 0) {
+			rec->pid = strtol(eq + 1, &end, 10);
+			rec->pid_ok = end != eq + 1 && *end == '\0' && rec->pid > 0;
+		} else if (strcmp(l, "timestamp") == 0) {
+			rec->ts = strtoll(eq + 1, &end, 10);
+			rec->ts_ok = end != eq + 1 && *end == '\0';
+		}
+	}
+}
+
+/* -ENOENT: gone; 1: stale; 0: held (unparsable content is held forever,
+ * as the reference implementations have it). */
+static int spec_stale(bool need_dead)
+{
+	char buf[4096];
+	struct spec_rec rec;
+	int fd = open(me.lock, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0 && errno == ENOENT)
+		return -ENOENT;
+	if (fd < 0)
+		fail(errno, "spec-open");
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		fail(errno, "spec-read");
+	buf[n] = '\0';
+	spec_parse(buf, &rec);
+	if (!rec.pid_ok || !rec.ts_ok)
+		return 0;
+	if ((long long)time(NULL) - rec.ts <= (long long)cfg->spec_stale)
+		return 0;
+	return !need_dead || kill((pid_t)rec.pid, 0) < 0;
+}
+
+static int spec_record(char *buf, size_t size)
+{
+	return snprintf(buf, size, "pid=%ld\ntimestamp=%lld\ntag=spec-peer\n",
+			(long)getpid(), (long long)time(NULL));
+}
+
+static void spec_take(void)
+{
+	char buf[128];
+
+	for (;;) {
+		int fd = open(me.lock, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+			      0644);
+		int n, r;
+
+		if (fd >= 0) {
+			n = spec_record(buf, sizeof(buf));
+			if (write(fd, buf, (size_t)n) != n || fsync(fd) < 0)
+				fail(errno, "spec-write");
+			close(fd);
+			return;
+		}
+		if (errno != EEXIST)
+			fail(errno, "spec-create");
+		r = spec_stale(false);
+		if (r == 1) {
+			/* The spec's own step, racy as its text admits. */
+			if (unlink(me.lock) < 0 && errno != ENOENT)
+				fail(errno, "spec-unlink-stale");
+			continue;
+		}
+		if (r == 0)
+			sleep_us(1000 + rnd() % 9000);
+	}
+}
+
+static void spec_loop(void)
+{
+	while (!shm->stop) {
+		long v;
+
+		set_phase(PH_ACQUIRE);
+		spec_take();
+		v = cs_enter();
+		cs_leave(v);
+		set_phase(PH_RELEASE);
+		/* The spec's release: unlink, no ownership check. */
+		if (unlink(me.lock) < 0)
+			fail(errno, "spec-unlink");
+		pause_between();
+	}
+}
+
+/* The TypeScript-style peer: write a temp file, check that the path is
+ * free, rename(2) the temp file onto it.  rename replaces whatever was
+ * created in between. */
+static void rename_take(void)
+{
+	char tmp[4200], buf[128];
+
+	for (;;) {
+		int fd, n;
+
+		snprintf(tmp, sizeof(tmp), "%s.%ld.%08x.tmp", me.lock,
+			 (long)getpid(), rnd());
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0)
+			fail(errno, "rename-tmp");
+		n = spec_record(buf, sizeof(buf));
+		if (write(fd, buf, (size_t)n) != n || fsync(fd) < 0)
+			fail(errno, "rename-write");
+		close(fd);
+		if (access(me.lock, F_OK) < 0 || spec_stale(true) == 1) {
+			if (rename(tmp, me.lock) < 0)
+				fail(errno, "rename");
+			return;
+		}
+		unlink(tmp);
+		sleep_us(200 + rnd() % 2000);
+	}
+}
+
+static void rename_loop(void)
+{
+	char buf[4096];
+
+	while (!shm->stop) {
+		struct spec_rec rec;
+		long v;
+		int fd;
+		ssize_t n;
+
+		set_phase(PH_ACQUIRE);
+		rename_take();
+		v = cs_enter();
+		cs_leave(v);
+		set_phase(PH_RELEASE);
+		/* Its release refuses a file whose pid is not its own. */
+		fd = open(me.lock, O_RDONLY | O_CLOEXEC);
+		n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		spec_parse(buf, &rec);
+		if (rec.pid_ok && rec.pid == getpid())
+			unlink(me.lock);
+		pause_between();
+	}
+}
+
+/* --- dispatch --------------------------------------------------------------- */
+
+void run_participant(enum kind k, int slot, long id)
+{
+	me_init(cfg->dir, slot, id);
+	rnd_seed((uint64_t)id * 0x9E3779B97F4A7C15ULL ^ (uint64_t)mono_ns());
+	if (kind_is_lib(k))
+		lib_loop(k);
+	else if (k == K_FSLOCK)
+		fslock_loop();
+	else if (k == K_BSD)
+		bsd_loop();
+	else if (k == K_SPEC)
+		spec_loop();
+	else if (k == K_RENAME)
+		rename_loop();
+	else
+		die("kind %s is not run in process", kind_name(k));
+	_exit(0);
+}
+
+/* One cycle of an external locker running our critical section. */
+void exec_participant(enum kind k, int slot, long id)
+{
+	char lock[4096], sslot[16], sid[32], scs[16], stale[16];
+	const char *argv[20];
+	int n = 0;
+
+	snprintf(lock, sizeof(lock), "%s/" LOCK_NAME, cfg->dir);
+	snprintf(sslot, sizeof(sslot), "%d", slot);
+	snprintf(sid, sizeof(sid), "%ld", id);
+	snprintf(scs, sizeof(scs), "%u", cfg->cs_us);
+	if (k == K_CLI || k == K_CLI_KEEP) {
+		argv[n++] = cfg->cli;
+		if (k == K_CLI_KEEP)
+			argv[n++] = "--keep-file";
+		/* The tool's modes take turns, one per cycle. */
+		if (id % 3 == 1)
+			argv[n++] = "--no-sync";
+		else if (id % 3 == 2)
+			argv[n++] = "--plain-pid";
+		/* Its stale timeout for spec holders, as the library's. */
+		if (cfg->lib_stale) {
+			snprintf(stale, sizeof(stale), "%u", cfg->lib_stale);
+			argv[n++] = "--stale";
+			argv[n++] = stale;
+		}
+	} else if (k == K_WLE) {
+		argv[n++] = cfg->wle;
+		argv[n++] = "-w";
+	} else {
+		argv[n++] = cfg->flock1;
+	}
+	argv[n++] = lock;
+	argv[n++] = cfg->self;
+	argv[n++] = "cs";
+	argv[n++] = cfg->dir;
+	argv[n++] = sslot;
+	argv[n++] = sid;
+	argv[n++] = scs;
+	if (k == K_FLOCK1_RM)
+		argv[n++] = "rm";
+	argv[n] = NULL;
+	execv(argv[0], (char *const *)argv);
+	die("exec %s: %m", argv[0]);
+}
+
+/* "torture cs DIR SLOT ID CS_US [rm]": the critical section, run by an
+ * external locker that holds the lock. */
+int cs_main(int argc, char **argv)
+{
+	static struct config c;
+	long v;
+
+	if (argc < 6)
+		die("usage: torture cs DIR SLOT ID CS_US [rm]");
+	c.dir = argv[2];
+	c.cs_us = (unsigned int)strtoul(argv[5], NULL, 10);
+	cfg = &c;
+	me_init(c.dir, atoi(argv[3]), strtol(argv[4], NULL, 10));
+	rnd_seed((uint64_t)me.id * 0x9E3779B97F4A7C15ULL ^ (uint64_t)mono_ns());
+	v = cs_enter();
+	cs_leave(v);
+	set_phase(PH_RELEASE);
+	/* flock(1) users' "job; rm -f lock": unlinks without an inode check. */
+	if (argc > 6 && strcmp(argv[6], "rm") == 0 && unlink(me.lock) < 0 &&
+	    errno != ENOENT)
+		fail(errno, "rm");
+	return 0;
+}
