@@ -9,8 +9,6 @@
 #   make check-abi        fail on an incompatible change against abi/
 #   make check-musl       build and test the release tree with musl-gcc
 #   make check-clang      build and test it with clang -Weverything
-#   make check-no-tmpfile make check with O_TMPFILE refused (LD_PRELOAD
-#                         shim), so the named temp-file fallback runs
 #   make deb              build the Debian packages from the release tarball
 #   make check-packages   ... then lint, install, use and remove them
 #                         (root; the scripts in ci/ say what they need)
@@ -40,8 +38,6 @@ EXTRA_DIST += \
 	abi/gen-symbols.sh \
 	abi/libpidlock.abi \
 	abi/test-symbols.sh \
-	ci/no-tmpfile.c \
-	ci/no-tmpfile.sh \
 	ci/packages.sh \
 	ci/portability.sh \
 	ci/smoke.c \
@@ -54,7 +50,7 @@ PKG_SOVERSION = $$(( $(LT_CURRENT) - $(LT_AGE) ))
 PKG_SHLIB = lib/.libs/libpidlock.so
 
 .PHONY: update-symbols check-symbols abi-baseline check-abi \
-	check-musl check-clang check-no-tmpfile deb check-packages
+	check-musl check-clang deb check-packages
 
 update-symbols: lib/libpidlock.la
 	$(AM_V_GEN)n=$(PKG_SOVERSION); \
@@ -76,9 +72,6 @@ check-abi: lib/libpidlock.la
 
 check-musl check-clang:
 	$(AM_V_at)MAKE="$(MAKE)" $(SHELL) $(srcdir)/ci/portability.sh $(@:check-%=%)
-
-check-no-tmpfile: all
-	$(AM_V_at)MAKE="$(MAKE)" srcdir=$(srcdir) $(SHELL) $(srcdir)/ci/no-tmpfile.sh
 
 deb:
 	$(AM_V_at)MAKE="$(MAKE)" $(SHELL) $(srcdir)/ci/packages.sh --build-only
