@@ -5,7 +5,7 @@
 #                         lib/libpidlock.sym (make check compares them)
 #   make check-symbols    just that comparison (also part of make check)
 #   make abi-baseline     record the ABI of the built library in abi/
-#                         (on release; see doc/install-stability.md)
+#                         (on release; see README.md, "Stability")
 #   make check-abi        fail on an incompatible change against abi/
 #   make check-musl       build and test the release tree with musl-gcc
 #   make check-clang      build and test it with clang -Weverything
@@ -40,8 +40,7 @@ EXTRA_DIST += \
 	abi/test-symbols.sh \
 	ci/packages.sh \
 	ci/portability.sh \
-	ci/smoke.c \
-	doc/install-stability.md
+	ci/smoke.c
 
 TESTS += abi/test-symbols.sh
 
