@@ -202,8 +202,12 @@ EXPORT int name(int dfd, const char *path, int flags, ...) \
 }
 
 OPEN_WRAPPER(open, FAULT_OPEN)
-OPEN_WRAPPER(open64, FAULT_OPEN)
 OPENAT_WRAPPER(openat, FAULT_OPENAT)
+
+/* glibc has separate *64 entry points; in musl they are the same
+ * functions (macros), and there is no _FORTIFY_SOURCE variant. */
+#ifdef __GLIBC__
+OPEN_WRAPPER(open64, FAULT_OPEN)
 OPENAT_WRAPPER(openat64, FAULT_OPENAT)
 
 /* _FORTIFY_SOURCE builds call these. */
@@ -224,6 +228,7 @@ EXPORT int __openat_2(int dfd, const char *path, int flags)
 {
 	return openat(dfd, path, flags);
 }
+#endif
 
 EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
@@ -246,7 +251,9 @@ EXPORT ssize_t name(int fd, const void *buf, size_t n, off_t off) \
 }
 
 PWRITE_WRAPPER(pwrite)
+#ifdef __GLIBC__
 PWRITE_WRAPPER(pwrite64)
+#endif
 
 EXPORT int fdatasync(int fd)
 {
