@@ -272,7 +272,10 @@ static int final_counter(const char *dir, long *v)
 		return -errno;
 	r = counter_read(dfd, v);
 	close(dfd);
-	return r == -ENOENT ? (*v = 0, 0) : r;
+	if (r != -ENOENT)
+		return r;
+	*v = 0;		/* no counter file yet: nothing was counted */
+	return 0;
 }
 
 static void check_counter(struct checker *c, const char *dir)

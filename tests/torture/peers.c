@@ -56,7 +56,7 @@ static void me_init(const char *dir, int slot, long id)
 
 static void set_phase(enum phase ph)
 {
-	shm->phase[me.slot] = ph;
+	shm->phase[me.slot] = (int)ph;
 }
 
 /* A participant hit an error that the scenario does not allow. */
@@ -112,7 +112,7 @@ static void pause_between(void)
 
 static unsigned int lib_flags(enum kind k)
 {
-	switch (k) {
+	switch ((int)k) {
 	case K_LIB_NOSYNC:
 		return PIDLOCK_NO_SYNC;
 	case K_LIB_PLAIN:
@@ -284,6 +284,7 @@ static void bsd_loop(void)
 	}
 }
 #else
+static void bsd_loop(void) __attribute__((noreturn));
 static void bsd_loop(void)
 {
 	die("built without libbsd");
@@ -484,6 +485,7 @@ void exec_participant(enum kind k, int slot, long id)
 {
 	char lock[4096], sslot[16], sid[32], scs[16], stale[16];
 	const char *argv[20];
+	union { const char **c; char *const *v; } args = { argv };
 	int n = 0;
 
 	snprintf(lock, sizeof(lock), "%s/" LOCK_NAME, cfg->dir);
@@ -521,7 +523,8 @@ void exec_participant(enum kind k, int slot, long id)
 	if (k == K_FLOCK1_RM)
 		argv[n++] = "rm";
 	argv[n] = NULL;
-	execv(argv[0], (char *const *)argv);
+	/* execv(2) takes char *const[] but never writes the strings. */
+	execv(argv[0], args.v);
 	die("exec %s: %m", argv[0]);
 }
 

@@ -564,7 +564,7 @@ static void print_participants(const struct kill_stat *ks)
 	printf("  participants:");
 	for (int k = 0; k < K_NKINDS; k++)
 		if (count[k])
-			printf(" %s x%d (%ld acquisitions)", kind_name(k),
+			printf(" %s x%d (%ld acquisitions)", kind_name((enum kind)k),
 			       count[k], ks->per_kind[k]);
 	printf("\n");
 }

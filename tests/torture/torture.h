@@ -77,8 +77,8 @@ bool kind_is_exec(enum kind k);
 int map_shm(const char *dir, bool create);
 
 /* peers.c */
-void run_participant(enum kind k, int slot, long id);
-void exec_participant(enum kind k, int slot, long id);
+void run_participant(enum kind k, int slot, long id) __attribute__((noreturn));
+void exec_participant(enum kind k, int slot, long id) __attribute__((noreturn));
 int cs_main(int argc, char **argv);
 
 /* journal.c */
