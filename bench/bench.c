@@ -77,6 +77,31 @@ static void cycle_pidlock(void *arg)
 		die("pidlock", -r);
 }
 
+/* Where the time goes: publishing a written record the way a reader
+ * can never see it empty (O_TMPFILE + linkat) against creating the name
+ * and then writing (what a pidfile writer does). */
+static const char record[] = "pid=1234\ntimestamp=1795255617\nlock=flock,ofd\n";
+
+static void cycle_create_write(void *arg)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+	(void)arg;
+	if (fd < 0 || pwrite(fd, record, sizeof(record) - 1, 0) < 0 ||
+	    unlink(path) < 0 || close(fd) < 0)
+		die("create/write", errno);
+}
+
+static void cycle_tmpfile_link(void *arg)
+{
+	int fd = open(arg, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+
+	if (fd < 0 || pwrite(fd, record, sizeof(record) - 1, 0) < 0 ||
+	    linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) < 0 ||
+	    unlink(path) < 0 || close(fd) < 0)
+		die("tmpfile/linkat", errno);
+}
+
 #ifdef HAVE_LIBLOCKFILE
 static void cycle_lockfile(void *arg)
 {
@@ -356,6 +381,30 @@ static double handoff_wle(const char *wle, int rounds, bool fresh)
 	return median(lat, rounds);
 }
 
+/* The default, synced cycle on a disk-backed directory (/var/tmp). */
+static void synced_on_disk(int batches, int cycles)
+{
+	char dtmpl[64] = "/var/tmp/pidlock-bench.XXXXXX", dpath[128];
+	struct subject one;
+	struct pidlock *l;
+
+	if (!mkdtemp(dtmpl)) {
+		printf("  /var/tmp: %s, synced disk cycle skipped\n", strerror(errno));
+		return;
+	}
+	snprintf(dpath, sizeof(dpath), "%s/bench.lock", dtmpl);
+	if (pidlock_new(&l, dpath, 0) < 0)
+		die("pidlock_new", ENOMEM);
+	memset(&one, 0, sizeof(one));
+	one.name = "pidlock, default (fdatasync), /var/tmp";
+	one.cycle = cycle_pidlock;
+	one.arg = l;
+	run_cycles(&one, 1, batches < 11 ? batches : 11, cycles / 100 + 1);
+	printf("  %-38s %8.2f us\n", one.name, one.median);
+	pidlock_free(l);
+	rmdir(dtmpl);
+}
+
 static void add(struct subject *s, int *n, const char *name,
 		void (*cycle)(void *), void *arg)
 {
@@ -370,7 +419,7 @@ int main(int argc, char **argv)
 {
 	const char *dir = "/dev/shm";
 	int batches = 31, cycles = 2000, rounds = 31, opt, n = 0;
-	struct subject s[6];
+	struct subject s[8];
 	struct pidlock *fast, *synced;
 	char tmpl[4096];
 	/* A variable, not the macro, so that clang does not call the branch
@@ -414,16 +463,25 @@ int main(int argc, char **argv)
 #else
 	printf("libbsd: not found at configure time, skipped\n");
 #endif
+	add(s, &n, "  part: create, write, unlink, close", cycle_create_write, NULL);
+	add(s, &n, "  part: O_TMPFILE, write, linkat, ...", cycle_tmpfile_link, tmpl);
 	run_cycles(s, n, batches, cycles);
 	for (int i = 0; i < n; i++)
-		printf("  %-36s %8.2f us  %5.2fx baseline\n", s[i].name,
+		printf("  %-38s %8.2f us  %5.2fx baseline\n", s[i].name,
 		       s[i].median, s[i].median / s[0].median);
+	printf("  (ratios: pidlock/liblockfile %.2f", s[1].median / s[2].median);
+#ifdef HAVE_LIBBSD
+	printf(", pidlock/libbsd %.2f", s[1].median / s[3].median);
+#endif
+	printf(")\n");
 
-	/* The synced cycle costs a device flush: fewer, separate rounds. */
+	/* The synced cycle: on tmpfs fdatasync is free; on a disk it is a
+	 * device flush, so fewer, separate rounds there. */
 	n = 0;
-	add(s, &n, "pidlock, default (fdatasync)", cycle_pidlock, synced);
+	add(s, &n, "pidlock, default (fdatasync), same dir", cycle_pidlock, synced);
 	run_cycles(s, n, batches < 11 ? batches : 11, cycles / 20 + 1);
-	printf("  %-36s %8.2f us\n", s[0].name, s[0].median);
+	printf("  %-38s %8.2f us\n", s[0].name, s[0].median);
+	synced_on_disk(batches, cycles);
 
 	printf("\nhand-off, median of %d rounds:\n", rounds);
 	{
