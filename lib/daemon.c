@@ -5,7 +5,8 @@
  * timestamp fresh from a thread.  Built on the public API only
  * (internal.h is included for PIDLOCK_EXPORT).
  */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -24,51 +25,20 @@
  * 5 ms that pidfile(3) gives a daemon between open and write. */
 #define HOLDER_TRIES 20
 #define HOLDER_WAIT_NS 5000000L
-/* The pid= line sits in the first few lines of any record we write. */
-#define PID_READ_MAX 512
 /* The refresher only formats and writes a short record. */
 #define REFRESHER_STACK ((size_t)128 * 1024)
 
-static pid_t parse_pid_value(const char *s, const char *end)
-{
-	long long v = 0;
-
-	if (s == end)
-		return 0;
-	for (; s < end; s++) {
-		if (*s < '0' || *s > '9')
-			return 0;
-		v = v * 10 + (*s - '0');
-		if (v > INT_MAX)
-			return 0;
-	}
-	return (pid_t)v;
-}
-
+/* The pid= of the record, read with the library's one parser. */
 pid_t daemon_file_pid(int fd)
 {
-	char buf[PID_READ_MAX];
-	const char *p = buf, *end;
-	pid_t pid = 0;
-	ssize_t n;
+	char buf[CONTENT_READ_MAX];
+	struct content c;
+	ssize_t n = read_bounded(fd, buf, sizeof(buf));
 
-	do
-		n = pread(fd, buf, sizeof(buf), 0);
-	while (n < 0 && errno == EINTR);
 	if (n < 0)
-		return -errno;
-	end = buf + n;
-	/* Our own record: exact "pid=N" lines; the last one wins, as for
-	 * the spec's readers. */
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *le = nl ? nl : end;
-
-		if (le - p > 4 && memcmp(p, "pid=", 4) == 0)
-			pid = parse_pid_value(p + 4, le);
-		p = nl ? nl + 1 : end;
-	}
-	return pid;
+		return (pid_t)n;
+	content_parse(buf, (size_t)n, &c);
+	return c.pid;
 }
 
 /*

@@ -6,7 +6,8 @@
  * <pidlock-pidfile.h> maps the classic names.  The deliberate
  * differences are listed in pidlock_pidfile_open(3).
  */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
