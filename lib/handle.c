@@ -38,7 +38,8 @@ int check_path(const char *path)
 	return 0;
 }
 
-static char *dir_of(const char *path)
+/* The directory part of path: "." for a bare name, "/" at the root. */
+char *dir_of(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 

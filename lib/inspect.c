@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,18 +56,15 @@ static enum pidlock_state classify(unsigned int kernel,
 /* No file is "free" only if the directory exists to hold one. */
 static int free_or_missing_dir(const char *path)
 {
-	const char *slash = strrchr(path, '/');
-	char dir[PATH_MAX];
+	char *dir = dir_of(path);
 	struct stat st;
+	int r;
 
-	if (!slash)
-		return 0;
-	/* Fits: check_path() keeps the whole path below PATH_MAX. */
-	(void)snprintf(dir, sizeof(dir), "%.*s",
-		       slash == path ? 1 : (int)(slash - path), path);
-	if (stat(dir, &st) < 0)
-		return -errno;
-	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+	if (!dir)
+		return -ENOMEM;
+	r = stat(dir, &st) < 0 ? -errno : S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+	free(dir);
+	return r;
 }
 
 /* /proc/locks sees flock and OFD holders; without /proc, ask F_OFD_GETLK

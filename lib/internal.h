@@ -104,6 +104,7 @@ void close_keep_errno(int fd);
 
 /* handle.c */
 int check_path(const char *path);
+char *dir_of(const char *path);
 
 /* create.c */
 int create_publish(struct pidlock *lock);

@@ -13,10 +13,9 @@
 
 #include "cli.h"
 
-/* The library publishes a lock through a hidden temporary name when the
- * file system has no O_TMPFILE; such a name is the same inode as a lock
- * already listed, or a publish in progress. */
-#define LIBRARY_TMP_PREFIX ".pidlock-tmp-"
+/* PIDLOCK_TMP_PREFIX: the library publishes a lock through a hidden
+ * temporary name when the file system has no O_TMPFILE; such a name is
+ * the same inode as a lock already listed, or a publish in progress. */
 
 struct row {
 	char *name;
@@ -85,8 +84,8 @@ static int collect(DIR *d, const char *dir, struct rows *rows)
 		int r;
 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-		    strncmp(de->d_name, LIBRARY_TMP_PREFIX,
-			    strlen(LIBRARY_TMP_PREFIX)) == 0)
+		    strncmp(de->d_name, PIDLOCK_TMP_PREFIX,
+			    strlen(PIDLOCK_TMP_PREFIX)) == 0)
 			continue;
 		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode)) {
