@@ -227,26 +227,38 @@ START_TEST(refresh_keeps_spec_peers_away)
 }
 END_TEST
 
-/* with-lock-ex (fcntl lock on byte 0 + inode check) and libpidlock. */
-START_TEST(with_lock_ex_counter)
+/*
+ * Two shell workers run 40 increments each through `locker LOCK sh -c`,
+ * two libpidlock workers 100 each with `flags`: the total is exact.
+ */
+static void shell_peer_counter(const char *locker, unsigned int flags,
+			       unsigned int grace_ms)
 {
-	const char *wle = peer("WITH_LOCK_EX");
-	struct job j = { tu_path("x.lock"), tu_path("counter"), 100,
-			 PIDLOCK_NO_SYNC, 20 };
+	struct job j = { tu_path("x.lock"), tu_path("counter"), 100, flags,
+			 grace_ms };
 	struct tu_child k[4];
 	char cmd[4096];
 
 	tu_write(j.counter, "0\n");
 	snprintf(cmd, sizeof(cmd),
-		 "i=0; while [ $i -lt 40 ]; do i=$((i+1)); '%s' -w '%s' sh -c "
+		 "i=0; while [ $i -lt 40 ]; do i=$((i+1)); %s '%s' sh -c "
 		 "'n=$(cat \"$1\"); echo $((n+1)) > \"$1\"' sh '%s' || exit 1; done",
-		 wle, j.lock, j.counter);
+		 locker, j.lock, j.counter);
 	tu_spawn(&k[0], shell_worker, cmd);
 	tu_spawn(&k[1], shell_worker, cmd);
 	tu_spawn(&k[2], lib_worker, &j);
 	tu_spawn(&k[3], lib_worker, &j);
 	run_jobs(k, 4);
 	ck_assert_str_eq(tu_read(j.counter), "280\n");
+}
+
+/* with-lock-ex (fcntl lock on byte 0 + inode check) and libpidlock. */
+START_TEST(with_lock_ex_counter)
+{
+	char locker[4200];
+
+	snprintf(locker, sizeof(locker), "'%s' -w", peer("WITH_LOCK_EX"));
+	shell_peer_counter(locker, PIDLOCK_NO_SYNC, 20);
 }
 END_TEST
 
@@ -287,23 +299,10 @@ END_TEST
 /* flock(1) without an inode check is safe with PIDLOCK_KEEP_FILE. */
 START_TEST(flock1_keep_file_counter)
 {
-	const char *fl = peer("FLOCK");
-	struct job j = { tu_path("x.lock"), tu_path("counter"), 100,
-			 PIDLOCK_NO_SYNC | PIDLOCK_KEEP_FILE, 200 };
-	struct tu_child k[4];
-	char cmd[4096];
+	char locker[4200];
 
-	tu_write(j.counter, "0\n");
-	snprintf(cmd, sizeof(cmd),
-		 "i=0; while [ $i -lt 40 ]; do i=$((i+1)); '%s' '%s' sh -c "
-		 "'n=$(cat \"$1\"); echo $((n+1)) > \"$1\"' sh '%s' || exit 1; done",
-		 fl, j.lock, j.counter);
-	tu_spawn(&k[0], shell_worker, cmd);
-	tu_spawn(&k[1], shell_worker, cmd);
-	tu_spawn(&k[2], lib_worker, &j);
-	tu_spawn(&k[3], lib_worker, &j);
-	run_jobs(k, 4);
-	ck_assert_str_eq(tu_read(j.counter), "280\n");
+	snprintf(locker, sizeof(locker), "'%s'", peer("FLOCK"));
+	shell_peer_counter(locker, PIDLOCK_NO_SYNC | PIDLOCK_KEEP_FILE, 200);
 }
 END_TEST
 

@@ -18,14 +18,6 @@
 
 #include "testutil.h"
 
-static struct pidlock *mk(const char *path, unsigned int flags)
-{
-	struct pidlock *l;
-
-	ck_assert_int_eq(pidlock_new(&l, path, flags), 0);
-	return l;
-}
-
 static const char *pid_line(pid_t pid)
 {
 	static char buf[64];
@@ -38,7 +30,7 @@ static const char *pid_line(pid_t pid)
 START_TEST(acquire_writes_record)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	char want[256];
 	long now = (long)time(NULL);
 	struct stat st;
@@ -65,7 +57,7 @@ END_TEST
 START_TEST(plain_pid_first_line)
 {
 	const char *p = tu_path("a.pid");
-	struct pidlock *l = mk(p, PIDLOCK_PLAIN_PID);
+	struct pidlock *l = tu_new(p, PIDLOCK_PLAIN_PID);
 	char want[32];
 
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
@@ -84,7 +76,7 @@ END_TEST
 START_TEST(two_handles_one_process)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *a = mk(p, 0), *b = mk(p, 0);
+	struct pidlock *a = tu_new(p, 0), *b = tu_new(p, 0);
 	struct pidlock_info info;
 
 	ck_assert_int_eq(pidlock_acquire(a, 0), 0);
@@ -107,7 +99,7 @@ END_TEST
 START_TEST(flock_holder_excludes)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 
 	ck_assert_int_ge(fd, 0);
@@ -141,7 +133,7 @@ static int posix_hold(struct tu_child *c, void *arg)
 START_TEST(fcntl_holder_excludes)
 {
 	char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	struct tu_child c;
 
 	tu_spawn(&c, posix_hold, p);
@@ -161,7 +153,7 @@ END_TEST
 START_TEST(we_exclude_both_families)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
 			    .l_start = 0, .l_len = 1 };
 	int fd;
@@ -188,14 +180,14 @@ START_TEST(kind_flags)
 	ck_assert_int_eq(pidlock_new(&l, p, PIDLOCK_FLOCK_ONLY | PIDLOCK_OFD_ONLY),
 			 -EINVAL);
 	ck_assert_int_eq(pidlock_new(&l, p, 1U << 20), -EINVAL);
-	l = mk(p, PIDLOCK_FLOCK_ONLY);
+	l = tu_new(p, PIDLOCK_FLOCK_ONLY);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_ptr_nonnull(strstr(tu_read(p), "\nlock=flock\n"));
 	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
 	ck_assert_uint_eq(info.kernel_locks, PIDLOCK_KIND_FLOCK);
 	ck_assert_uint_eq(info.marker, PIDLOCK_KIND_FLOCK);
 	pidlock_free(l);
-	l = mk(p, PIDLOCK_OFD_ONLY);
+	l = tu_new(p, PIDLOCK_OFD_ONLY);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_ptr_nonnull(strstr(tu_read(p), "\nlock=ofd\n"));
 	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
@@ -209,7 +201,7 @@ END_TEST
 START_TEST(mixed_flags_exclude)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, PIDLOCK_OFD_ONLY);
+	struct pidlock *l = tu_new(p, PIDLOCK_OFD_ONLY);
 	struct tu_child c;
 
 	tu_hold(&c, p, PIDLOCK_FLOCK_ONLY);
@@ -217,7 +209,7 @@ START_TEST(mixed_flags_exclude)
 	tu_kill(&c);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	pidlock_free(l);
-	l = mk(p, PIDLOCK_FLOCK_ONLY);
+	l = tu_new(p, PIDLOCK_FLOCK_ONLY);
 	tu_hold(&c, p, PIDLOCK_OFD_ONLY);
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	tu_tell(&c, 'R');
@@ -244,7 +236,7 @@ static int crash_holder(struct tu_child *c, void *arg)
 START_TEST(sigkill_holder_next_gets_it_at_once)
 {
 	char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
 	struct tu_child c;
 	ino_t ino;
@@ -276,24 +268,13 @@ static void spec_file(const char *path, pid_t pid, long age)
 	tu_write(path, buf);
 }
 
-static pid_t dead_pid(void)
-{
-	pid_t pid = fork();
-
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0)
-		_exit(0);
-	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
-	return pid;
-}
-
 /* Rule B: a spec-only holder holds until stale = old AND pid dead. */
 START_TEST(spec_holder_rules)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
-	pid_t dead = dead_pid();
+	pid_t dead = tu_dead_pid();
 
 	spec_file(p, getppid(), 0);			/* fresh, alive */
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
@@ -344,7 +325,7 @@ static int late_writer(struct tu_child *c, void *arg)
 START_TEST(grace_waits_for_spec_writer)
 {
 	char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
 	struct tu_child c;
 	long t0;
@@ -380,7 +361,7 @@ END_TEST
 START_TEST(bare_live_pid_taken_over)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
 	char bare[32];
 
@@ -403,7 +384,7 @@ END_TEST
 START_TEST(grace_then_takeover)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	long t0;
 
 	tu_write(p, "");
@@ -415,7 +396,7 @@ START_TEST(grace_then_takeover)
 	{
 		char bare[32];	/* a fresh libbsd-style leftover, dead pid */
 
-		snprintf(bare, sizeof(bare), "%ld\n", (long)dead_pid());
+		snprintf(bare, sizeof(bare), "%ld\n", (long)tu_dead_pid());
 		tu_write(p, bare);
 	}
 	ck_assert_int_eq(pidlock_set_grace(l, 300), 0);
@@ -457,7 +438,7 @@ static int waiter(struct tu_child *c, void *arg)
 START_TEST(inode_check_after_unlink)
 {
 	char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, PIDLOCK_NO_SYNC);
+	struct pidlock *l = tu_new(p, PIDLOCK_NO_SYNC);
 	struct tu_child c;
 
 	/* Spawned before we lock: a child forked while we hold would
@@ -484,7 +465,7 @@ END_TEST
 START_TEST(fork_release_pid_check)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	pid_t child;
 	int st;
 
@@ -519,8 +500,8 @@ static int daemon_child(struct tu_child *c, void *arg)
 START_TEST(daemonize_flow)
 {
 	const char *p = tu_path("d.pid");
-	struct pidlock *l = mk(p, PIDLOCK_PLAIN_PID);
-	struct pidlock *other = mk(p, 0);
+	struct pidlock *l = tu_new(p, PIDLOCK_PLAIN_PID);
+	struct pidlock *other = tu_new(p, 0);
 	struct tu_child c;
 	char first[32];
 
@@ -546,7 +527,7 @@ END_TEST
 START_TEST(broken_lock_reported)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 
 	ck_assert_int_eq(pidlock_verify(l), -ENOLCK);
 	ck_assert_int_eq(pidlock_release(l), -ENOLCK);
@@ -571,7 +552,7 @@ END_TEST
 START_TEST(refresh_in_place)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	ino_t ino;
 	int fd;
 
@@ -595,7 +576,7 @@ END_TEST
 START_TEST(takeover_pads_old_length)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	char junk[1000];
 	struct stat st;
 
@@ -615,7 +596,7 @@ END_TEST
 START_TEST(keep_file_mode)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, PIDLOCK_KEEP_FILE);
+	struct pidlock *l = tu_new(p, PIDLOCK_KEEP_FILE);
 	struct pidlock_info info;
 	ino_t ino;
 
@@ -636,7 +617,7 @@ END_TEST
 START_TEST(timestamp_is_acquisition_time)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	struct tu_child c;
 	long start = (long)time(NULL), ts;
 
@@ -660,7 +641,7 @@ END_TEST
 START_TEST(symlink_refused)
 {
 	const char *p = tu_path("a.lock"), *t = tu_path("target");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	int before = tu_count_fds();
 
 	tu_write(t, "precious\n");
@@ -678,7 +659,7 @@ END_TEST
 START_TEST(hard_link_refused)
 {
 	const char *p = tu_path("a.lock"), *t = tu_path("victim");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 
 	tu_write(t, "precious\n");
 	tu_set_mtime_ago(t, 100);
@@ -694,7 +675,7 @@ END_TEST
 START_TEST(temp_link_leftover_repaired)
 {
 	const char *p = tu_path("a.lock"), *t = tu_path(".pidlock-tmp-1-2-3");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 
 	tu_write(t, "pid=1\ntimestamp=1\nlock=flock,ofd\n");
 	ck_assert_int_eq(link(t, p), 0);
@@ -709,19 +690,19 @@ END_TEST
 START_TEST(non_regular_refused)
 {
 	const char *p = tu_path("fifo");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 
 	ck_assert_int_eq(mkfifo(p, 0644), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EINVAL);
 	pidlock_free(l);
 	ck_assert_int_eq(mkdir(tu_path("d"), 0755), 0);
-	l = mk(tu_path("d"), 0);
+	l = tu_new(tu_path("d"), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EISDIR);
 	pidlock_free(l);
 	ck_assert_int_eq(pidlock_new(&l, "", 0), -EINVAL);
 	ck_assert_int_eq(pidlock_new(&l, "/tmp/", 0), -EISDIR);
 	ck_assert_int_eq(pidlock_new(&l, NULL, 0), -EINVAL);
-	l = mk("/nonexistent-dir/x.lock", 0);
+	l = tu_new("/nonexistent-dir/x.lock", 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), -ENOENT);
 	pidlock_free(l);
 }
@@ -737,11 +718,11 @@ START_TEST(unsafe_dir_refused)
 	ck_assert_int_eq(mkdir(d, 0777), 0);
 	ck_assert_int_eq(chmod(d, 0777), 0);
 	snprintf(p, sizeof(p), "%s/x.lock", d);
-	l = mk(p, 0);
+	l = tu_new(p, 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EPERM);
 	ck_assert_int_eq(chmod(d, 01777), 0);
 	pidlock_free(l);
-	l = mk(p, 0);
+	l = tu_new(p, 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	pidlock_free(l);
 }
@@ -764,7 +745,7 @@ START_TEST(foreign_owner_in_sticky_dir)
 	tu_write(p, "");
 	tu_set_mtime_ago(p, 100);
 	ck_assert_int_eq(chown(p, 65534, 65534), 0);
-	l = mk(p, 0);
+	l = tu_new(p, 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EPERM);
 	ck_assert_str_eq(tu_read(p), "");
 	pidlock_free(l);
@@ -817,7 +798,7 @@ END_TEST
 /* Setters validate; tags are cleaned. */
 START_TEST(setters)
 {
-	struct pidlock *l = mk(tu_path("a.lock"), 0);
+	struct pidlock *l = tu_new(tu_path("a.lock"), 0);
 
 	ck_assert_int_eq(pidlock_set_mode(l, 0600), 0);
 	ck_assert_int_eq(pidlock_set_mode(l, 04644), -EINVAL);
@@ -843,7 +824,7 @@ START_TEST(inspect_states)
 {
 	const char *p = tu_path("a.lock");
 	struct pidlock_info info;
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 
 	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_FREE);
@@ -868,7 +849,7 @@ END_TEST
 START_TEST(no_fd_leak)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *a = mk(p, PIDLOCK_NO_SYNC), *b = mk(p, PIDLOCK_NO_SYNC);
+	struct pidlock *a = tu_new(p, PIDLOCK_NO_SYNC), *b = tu_new(p, PIDLOCK_NO_SYNC);
 	int before = tu_count_fds();
 
 	for (int i = 0; i < 200; i++) {

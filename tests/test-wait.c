@@ -18,14 +18,6 @@
 
 #include "testutil.h"
 
-static struct pidlock *mk(const char *path, unsigned int flags)
-{
-	struct pidlock *l;
-
-	ck_assert_int_eq(pidlock_new(&l, path, flags), 0);
-	return l;
-}
-
 static void release_later(struct tu_child *c, int ms)
 {
 	if (fork() == 0) {
@@ -39,7 +31,7 @@ static void release_later(struct tu_child *c, int ms)
 START_TEST(blocking_wakes_on_release)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	struct tu_child c;
 	long t0;
 
@@ -63,7 +55,7 @@ START_TEST(timed_wakes_on_release)
 	unsigned int flags[] = { 0, PIDLOCK_KEEP_FILE };
 
 	for (int i = 0; i < 2; i++) {
-		struct pidlock *l = mk(p, flags[i]);
+		struct pidlock *l = tu_new(p, flags[i]);
 		struct tu_child c;
 		long t0, dt;
 
@@ -87,7 +79,7 @@ END_TEST
 START_TEST(timed_times_out)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
 	struct tu_child c;
 	long t0;
@@ -179,7 +171,7 @@ END_TEST
 START_TEST(spec_holder_removal_wakes)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	char buf[128];
 	long t0, dt;
 
@@ -207,13 +199,9 @@ END_TEST
 START_TEST(spec_holder_polled)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = mk(p, 0);
+	struct pidlock *l = tu_new(p, 0);
 	char buf[128];
-	pid_t dead = fork();
-
-	if (dead == 0)
-		_exit(0);
-	waitpid(dead, NULL, 0);
+	pid_t dead = tu_dead_pid();
 	snprintf(buf, sizeof(buf), "pid=%ld\ntimestamp=%ld\n", (long)dead,
 		 (long)time(NULL));
 	tu_write(p, buf);
@@ -294,7 +282,7 @@ START_TEST(counter_with_sigkill)
 			       PIDLOCK_NO_SYNC };
 	struct count_arg victim = a;
 	struct tu_child c[4], v[6];
-	struct pidlock *l = mk(a.path, 0);
+	struct pidlock *l = tu_new(a.path, 0);
 
 	victim.rounds = 1000000;
 	victim.counter = tu_path("scratch");

@@ -18,6 +18,25 @@
 
 static char dir[PATH_MAX];
 
+struct pidlock *tu_new(const char *path, unsigned int flags)
+{
+	struct pidlock *l;
+
+	ck_assert_int_eq(pidlock_new(&l, path, flags), 0);
+	return l;
+}
+
+pid_t tu_dead_pid(void)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	return pid;
+}
+
 const char *tu_dir(void)
 {
 	const char *base = getenv("TMPDIR");

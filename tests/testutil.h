@@ -9,6 +9,11 @@
 
 #include "pidlock.h"
 
+/* pidlock_new() that must succeed. */
+struct pidlock *tu_new(const char *path, unsigned int flags);
+/* The pid of a process that has exited and been reaped. */
+pid_t tu_dead_pid(void);
+
 /* A fresh directory per test, removed with its content by tu_cleanup(). */
 const char *tu_dir(void);
 /* tu_dir()/name, in a static rotating buffer (writable, so it can be a
