@@ -53,22 +53,32 @@ enum {
 
 /** What pidlock_inspect() or a failed acquire found at a path. */
 enum pidlock_state {
-	/** No file at the path: anybody may take it. */
+	/** Nobody holds it: no file at the path, or a file nobody holds a
+	 * kernel lock on that its last holder released (our released record)
+	 * or that an inode-blind locker left (an empty file). */
 	PIDLOCK_STATE_FREE = 0,
 	/** A process holds a kernel lock on the file at the path. */
 	PIDLOCK_STATE_HELD = 1,
 	/** A spec-only holder: complete content, no kernel lock, not stale. */
 	PIDLOCK_STATE_HELD_SPEC = 2,
-	/** A file no process holds a kernel lock on, written by a kernel-lock
-	 * locker that is gone (crashed, or released with PIDLOCK_KEEP_FILE),
-	 * or with incomplete content. Free for kernel-lock lockers; spec-only
+	/** A file no process holds a kernel lock on, whose holder is gone
+	 * without releasing it (crashed): our record, a bare pid, or
+	 * incomplete content. Free for kernel-lock lockers; spec-only
 	 * peers see it as held until it is stale. */
 	PIDLOCK_STATE_ABANDONED = 3,
 	/** A spec-only lock past its stale timeout whose pid is not alive. */
 	PIDLOCK_STATE_STALE = 4,
 	/** The file exists but could not be read or checked. */
 	PIDLOCK_STATE_UNREADABLE = 5,
+	/** The file holds other data (a script, a document, anything over
+	 * PIDLOCK_CONTENT_MAX bytes): no locker could have left it. The
+	 * library never writes, truncates or unlinks it; acquire returns
+	 * -EBADMSG. Since 1.1.0. */
+	PIDLOCK_STATE_NOT_LOCK_FILE = 6,
 };
+
+/** Largest file the library takes for a lock file; see pidlock(5). */
+#define PIDLOCK_CONTENT_MAX 4096
 
 /** Details of a lock file.  Strings are NUL-terminated and cleaned. */
 struct pidlock_info {

@@ -175,6 +175,8 @@ PIDLOCK_EXPORT const char *pidlock_state_name(enum pidlock_state state)
 		return "stale";
 	case PIDLOCK_STATE_UNREADABLE:
 		return "unreadable";
+	case PIDLOCK_STATE_NOT_LOCK_FILE:
+		return "not-a-lock-file";
 	}
 	return NULL;
 }
