@@ -25,6 +25,8 @@ int status_exit(const struct pidlock_info *info)
 		return STATUS_LEFT;
 	case PIDLOCK_STATE_UNREADABLE:
 		return exit_for_errno(info->error ? info->error : EIO);
+	case PIDLOCK_STATE_NOT_LOCK_FILE:
+		return EX_DATAERR;
 	}
 	return EX_SOFTWARE;
 }
@@ -40,6 +42,8 @@ static const char *state_meaning(enum pidlock_state state)
 		return "no kernel lock: its holder is gone; the next locker takes it over";
 	case PIDLOCK_STATE_STALE:
 		return "spec-only, past the stale timeout, its process gone";
+	case PIDLOCK_STATE_NOT_LOCK_FILE:
+		return "it holds other data, not a lock record";
 	case PIDLOCK_STATE_FREE:
 	case PIDLOCK_STATE_UNREADABLE:
 		break;
