@@ -8,7 +8,7 @@
 #
 # FS: ext4 xfs btrfs overlay fuse-overlayfs bindfs (the default list),
 # or one of the extra set-ups that show a hazard on purpose:
-# bindfs-hardremove, bindfs-lockfwd.
+# bindfs-hardremove, bindfs-lockfwd, fuse-nameino.
 #
 # Environment:
 #   FS_MIX_SECONDS  length of the pidlock(1) mix (8)
@@ -180,6 +180,21 @@ setup_bindfs() {	# name bindfs-options...
 	echo "$b/mnt"
 }
 
+setup_nameino() {
+	need_root || return 1
+	[ -x "$top/tests/fs/fuse-nameino" ] ||
+		{ echo "tests/fs/fuse-nameino not built (needs libfuse3-dev)"; return 1; }
+	[ -c /dev/fuse ] || { echo "no /dev/fuse"; return 1; }
+	b="$WORK/nameino"
+	base_tmpfs "$b" || return 1
+	mkdir -p "$b/src" "$b/mnt" || return 1
+	"$top/tests/fs/fuse-nameino" "$b/src" "$b/mnt" -o allow_other \
+		2>"$WORK/logs/fuse-nameino.mount" ||
+		{ echo "fuse-nameino failed: $(tail -1 "$WORK/logs/fuse-nameino.mount")"; return 1; }
+	on_cleanup "unmount '$b/mnt'"
+	echo "$b/mnt"
+}
+
 setup() {
 	case $1 in
 	ext4)	setup_loop ext4 mkfs.ext4 -q -F ;;
@@ -197,7 +212,10 @@ setup() {
 	# bindfs process: fcntl locks of different openers do not conflict.
 	bindfs-lockfwd) setup_bindfs bindfs-lockfwd \
 		--enable-lock-forwarding --multithreaded ;;
-	*)	echo "unknown file system (known: $DEFAULT_FS bindfs-hardremove bindfs-lockfwd)"
+	# High-level libfuse without use_ino (tests/fs/fuse-nameino.c):
+	# st_ino is per name, so a second name is another inode.
+	fuse-nameino) setup_nameino ;;
+	*)	echo "unknown file system (known: $DEFAULT_FS bindfs-hardremove bindfs-lockfwd fuse-nameino)"
 		return 1 ;;
 	esac
 }
