@@ -52,6 +52,9 @@ else
 fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pidlock-fs.XXXXXX") || die "mktemp failed"
+# Some tests act as nobody: every directory down to the mounts is
+# searchable.
+chmod 0755 "$WORK" || die "chmod $WORK failed"
 RESULTS="$WORK/results"
 : >"$RESULTS" || die "cannot write $RESULTS"
 
