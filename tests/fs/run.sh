@@ -40,6 +40,9 @@ TORTURE_SHORT="short-flock short-fcntl short-spec short-alone short-keepfile
 
 die() { echo "fs: $*" >&2; exit 99; }
 
+# mkfs.*, losetup and modprobe live in sbin, which a CI shell may lack.
+PATH="$PATH:/usr/sbin:/sbin"
+
 [ -x "$PROBE" ] || die "$PROBE is not built (make tests/fs/fsprobe)"
 [ -x "$top/tools/pidlock" ] || die "tools/pidlock is not built (make)"
 # The mix calls pidlock hundreds of times: skip the libtool wrapper.
@@ -344,6 +347,13 @@ run_mix() {	# name dir
 # --- main ---------------------------------------------------------------------
 mkdir -p "$WORK/logs" || die "mkdir failed"
 [ $# -gt 0 ] || set -- $DEFAULT_FS
+# A misspelt name must not pass as a skip.
+for fs; do
+	case " $DEFAULT_FS bindfs-hardremove bindfs-lockfwd fuse-nameino " in
+	*" $fs "*) ;;
+	*) die "unknown file system $fs (known: $DEFAULT_FS bindfs-hardremove bindfs-lockfwd fuse-nameino)" ;;
+	esac
+done
 bad=0 made=0
 for fs; do
 	echo "=== $fs"
