@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,6 +34,45 @@ static int check_dir(struct pidlock *lock)
 		return -EPERM;
 	lock->dir_checked = true;
 	return 0;
+}
+
+/*
+ * The file system must keep what the protocol stands on: a second open
+ * of the path reaches the inode we hold (FUSE file systems built on
+ * paths may give each name its own inode), and our kernel locks keep
+ * out another open file description (some forward or drop them).  Asked
+ * once per handle, on its first lock; where it fails, nothing we could
+ * hold would exclude anybody.
+ */
+static int check_fs(const struct pidlock *lock)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct stat st;
+	int fd, r = 0;
+
+	fd = open(lock->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+			      O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (st.st_dev != lock->dev || st.st_ino != lock->ino)
+		r = -ENOTSUP;
+	else if ((lock->kinds & PIDLOCK_KIND_OFD) &&
+		 (fcntl(fd, F_OFD_GETLK, &fl) < 0 || fl.l_type == F_UNLCK))
+		r = -ENOLCK;
+	else if ((lock->kinds & PIDLOCK_KIND_FLOCK) &&
+		 klock_probe_flock(fd) != 1)
+		r = -ENOLCK;
+	close_keep_errno(fd);
+	return r;
+}
+
+/* The lock we just took is worth nothing here: give it back. */
+static int refuse_fs(struct pidlock *lock, int error)
+{
+	(void)pidlock_release(lock);
+	return error;
 }
 
 /*
@@ -158,6 +198,12 @@ PIDLOCK_EXPORT int pidlock_acquire(struct pidlock *lock, int timeout_ms)
 	r = acquire_loop(lock, timeout_ms, &w, &fd);
 	drop_kept(&w, &fd);
 	watch_close(&w);
+	if (r == 0 && !lock->fs_checked) {
+		r = check_fs(lock);
+		if (r < 0)
+			return refuse_fs(lock, r);
+		lock->fs_checked = true;
+	}
 	if (r == 0 && !lock->swept) {
 		sweep_leftovers(lock);
 		lock->swept = true;

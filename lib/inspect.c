@@ -88,12 +88,16 @@ static unsigned int kernel_locks(int fd, const struct stat *st, pid_t *kpid)
 		if (r > 0)
 			k |= (unsigned int)r;
 	}
-	r = klock_proc(st->st_dev, st->st_ino, kpid, &elsewhere);
+	r = klock_proc(st->st_dev, st->st_ino, kpid, &elsewhere, false);
 	if (r > 0)
 		k |= (unsigned int)r;
 	if (fd >= 0 && !(k & PIDLOCK_KIND_FLOCK) && (r < 0 || elsewhere) &&
 	    klock_probe_flock(fd) > 0)
 		k |= PIDLOCK_KIND_FLOCK;
+	/* The kernel says it is held, /proc/locks lists it under another
+	 * device: name the holder from there. */
+	if (k && !*kpid && elsewhere)
+		(void)klock_proc(st->st_dev, st->st_ino, kpid, NULL, true);
 	return k;
 }
 
@@ -178,7 +182,7 @@ PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,
 	if (!info->kernel_locks)
 		return 0;
 	/* Only now pay for /proc/locks: the kernel's word on who holds it. */
-	k = klock_proc(lock->holder_dev, lock->holder_ino, &kpid, NULL);
+	k = klock_proc(lock->holder_dev, lock->holder_ino, &kpid, NULL, false);
 	if (k > 0)
 		info->kernel_pid = kpid;
 	return 0;

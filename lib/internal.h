@@ -47,6 +47,7 @@ struct pidlock {
 	int link_mode;		/* how to publish a temp file, see create.c */
 	bool dir_checked;
 	bool swept;		/* leftover temp files swept once */
+	bool fs_checked;	/* the file system keeps the protocol */
 	bool have_holder;
 	dev_t holder_dev;	/* file of the holder found by the last try */
 	ino_t holder_ino;
@@ -99,7 +100,8 @@ void clean_tag(char *dst, size_t size, const char *src, size_t len);
 int klock_take(int fd, unsigned int kinds, bool wait, unsigned int *busy);
 int klock_test(int fd, unsigned int kinds, unsigned int *held);
 int klock_query_ofd(int fd, pid_t *pid);
-int klock_proc(dev_t dev, ino_t ino, pid_t *pid, bool *elsewhere);
+int klock_proc(dev_t dev, ino_t ino, pid_t *pid, bool *elsewhere,
+	       bool any_dev);
 int klock_probe_flock(int fd);
 int klock_drop(int fd, unsigned int kinds);
 

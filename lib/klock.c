@@ -129,9 +129,10 @@ int klock_query_ofd(int fd, pid_t *pid)
  * /proc/locks cannot be read.  *elsewhere is set when a lock is listed
  * for the same inode number on another device: btrfs lists the file
  * system's device where stat(2) shows the subvolume's, so such a row
- * may well be ours.
+ * may well be ours.  With `any_dev`, such rows count as ours.
  */
-int klock_proc(dev_t dev, ino_t ino, pid_t *pid, bool *elsewhere)
+int klock_proc(dev_t dev, ino_t ino, pid_t *pid, bool *elsewhere,
+	       bool any_dev)
 {
 	char line[256];
 	FILE *f = fopen("/proc/locks", "re");
@@ -150,7 +151,7 @@ int klock_proc(dev_t dev, ino_t ino, pid_t *pid, bool *elsewhere)
 			continue;
 		if (lino != (unsigned long long)ino)
 			continue;
-		if (maj != major(dev) || min != minor(dev)) {
+		if (!any_dev && (maj != major(dev) || min != minor(dev))) {
 			if (elsewhere)
 				*elsewhere = true;
 			continue;

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,6 +38,7 @@ static struct {
 	int hit;		/* faults injected */
 	int notmpfile;		/* -1: read the environment first */
 	int norename;		/* -1: read the environment first */
+	int nowatch;
 	char path[4096];	/* path argument of the failed call, if any */
 } st = { .notmpfile = -1, .norename = -1 };
 
@@ -108,6 +111,13 @@ EXPORT void fault_norename(int on)
 {
 	st.norename = on;
 }
+
+EXPORT void fault_nowatch(int on)
+{
+	st.nowatch = on;
+	st.hit = 0;
+}
+
 
 static void *real(const char *name)
 {
@@ -312,6 +322,18 @@ EXPORT int renameat2(int ofd, const char *old, int nfd, const char *new,
 		return -1;
 	}
 	return real_renameat2(ofd, old, nfd, new, fl);
+}
+
+EXPORT int inotify_add_watch(int fd, const char *path, uint32_t mask)
+{
+	REAL(int, inotify_add_watch, (int, const char *, uint32_t));
+
+	if (st.nowatch) {
+		st.hit++;
+		errno = ENOSPC;
+		return -1;
+	}
+	return real_inotify_add_watch(fd, path, mask);
 }
 
 EXPORT int link(const char *old, const char *new)

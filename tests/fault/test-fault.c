@@ -2,8 +2,9 @@
 /*
  * The library's error paths, driven by the fault shim.  For every
  * operation (create, take over, release, refresh), with and without
- * O_TMPFILE, every call of each family (open, openat, write, pwrite,
- * fdatasync, linkat, link, unlink) is made to fail in turn, with ENOSPC,
+ * each way to publish, every call of each family (open, openat, write,
+ * pwrite, fdatasync, linkat, link, unlink, renameat2) is made to fail in
+ * turn, with ENOSPC,
  * EIO and EINTR, and writes are also cut short.  Each time:
  *  - the call returns 0 or exactly the injected error (a clean error);
  *  - no descriptor is leaked (/proc/self/fd is counted before and after);
@@ -20,8 +21,11 @@
 #include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -41,7 +45,12 @@ static const char *const op_names[OP_N] = {
 };
 static const char *const fn_names[FAULT_NFNS] = {
 	"open", "openat", "write", "pwrite", "fdatasync", "linkat", "link",
-	"unlink",
+	"unlink", "renameat2",
+};
+/* The three ways to publish (lib/create.c), each made the one that runs
+ * by refusing the ones before it. */
+static const char *const publish_names[] = {
+	"", " (O_TMPFILE)", " (link)",
 };
 static const int errs[] = { ENOSPC, EIO, EINTR, FAULT_SHORT };
 
@@ -211,7 +220,8 @@ one_case(enum op op, int named, enum fault_fn fn, int nth, int err,
 	struct pidlock *lock;
 	int base, r;
 
-	fault_notmpfile(named);
+	fault_norename(named >= 1);
+	fault_notmpfile(named >= 2);
 	if (op == OP_TAKEOVER)
 		plant_old_record();
 	base = count_fds();
@@ -260,7 +270,7 @@ static int sweep(enum op op, int named, enum fault_fn fn, int *failed)
 			int status;
 
 			snprintf(what, sizeof(what), "%s%s, %s #%d fails with %s",
-				 op_names[op], named ? " (named temp)" : "",
+				 op_names[op], publish_names[named],
 				 fn_names[fn], nth, err_name(errs[e]));
 			fresh_dir();
 			pid = fork();
@@ -283,7 +293,7 @@ static void sweep_op(enum op op)
 {
 	int failed = 0, cases = 0;
 
-	for (int named = 0; named <= 1; named++)
+	for (int named = 0; named <= 2; named++)
 		for (int fn = 0; fn < FAULT_NFNS; fn++)
 			cases += sweep(op, named, (enum fault_fn)fn, &failed);
 	printf("%s: %d injected failures, %d bad\n", op_names[op], cases,
@@ -337,6 +347,59 @@ START_TEST(test_named_path_runs)
 }
 END_TEST
 
+static long cpu_ms(void)
+{
+	struct rusage ru;
+
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000L +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000L;
+}
+
+/*
+ * A full inotify watch quota (max_user_watches): every
+ * inotify_add_watch(2) fails with ENOSPC, as the kernel says then.  A
+ * timed waiter on a kernel-lock holder still sleeps its retry interval
+ * instead of retrying flat out.
+ */
+START_TEST(test_wait_without_watches)
+{
+	struct pidlock *lock;
+	long cpu, t0;
+	pid_t holder;
+	int fd, st;
+
+	fresh_dir();
+	plant_old_record();
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	holder = fork();
+	ck_assert_int_ge(holder, 0);
+	if (holder == 0) {
+		if (flock(fd, LOCK_EX) < 0)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(fd);
+	usleep(100 * 1000);
+	fault_nowatch(1);
+	ck_assert_int_eq(pidlock_new(&lock, path, 0), 0);
+	cpu = cpu_ms();
+	t0 = (long)time(NULL);
+	ck_assert_int_eq(pidlock_acquire(lock, 2000), -ETIMEDOUT);
+	cpu = cpu_ms() - cpu;
+	ck_assert_int_gt(fault_hits(), 0);
+	fault_nowatch(0);
+	printf("no inotify watches: %ld ms of CPU in a 2 s wait\n", cpu);
+	ck_assert_msg(cpu < 100, "a 2 s wait burnt %ld ms of CPU", cpu);
+	ck_assert_int_ge((long)time(NULL) - t0, 1);
+	pidlock_free(lock);
+	kill(holder, SIGKILL);
+	ck_assert_int_eq(waitpid(holder, &st, 0), holder);
+}
+END_TEST
+
 /* The shim itself: a fault it reports must be one the caller saw. */
 START_TEST(test_shim_injects)
 {
@@ -365,6 +428,7 @@ static Suite *fault_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_shim_injects);
 	tcase_add_test(tc, test_named_path_runs);
+	tcase_add_test(tc, test_wait_without_watches);
 	tcase_add_test(tc, test_create);
 	tcase_add_test(tc, test_takeover);
 	tcase_add_test(tc, test_release);

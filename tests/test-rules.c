@@ -1,0 +1,782 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Rules of doc/protocol.md added in 1.1, each with real processes: the
+ * final inode check, what release means for a forked sharer, waits that
+ * never spin, what counts as a lock file, which inodes are kept, how a
+ * file is published, and the sweep of dead acquirers' temp files.  Each
+ * test names the rule it guards and fails if that rule is removed.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+/* CPU a timed waiter may burn per wait, whatever inotify does. */
+#define CPU_BOUND_MS 100
+
+static const char *flock_bin(void)
+{
+	const char *p = getenv("FLOCK");
+
+	ck_assert_msg(p && p[0], "flock(1) not found at configure time: "
+		      "install util-linux");
+	return p;
+}
+
+/* Wait up to ms for one byte from a child; 0 if none came. */
+static char signal_within(struct tu_child *c, int ms)
+{
+	struct pollfd pfd = { .fd = c->from_child, .events = POLLIN };
+
+	if (poll(&pfd, 1, ms) != 1)
+		return 0;
+	return tu_wait_signal(c);
+}
+
+static long cpu_ms_self(void)
+{
+	struct rusage ru;
+
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000L +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000L;
+}
+
+static void write_spec(const char *path, pid_t pid)
+{
+	char rec[96];
+
+	snprintf(rec, sizeof(rec), "pid=%ld\ntimestamp=%ld\n", (long)pid,
+		 (long)time(NULL));
+	tu_write(path, rec);
+}
+
+/* ---- the final inode check ------------------------------------------ */
+
+/* A spec-only peer, as the spec says: remove, O_EXCL create, write. */
+static int spec_replacer(struct tu_child *c, void *arg)
+{
+	const char *path = arg;
+	char rec[96];
+	int fd, n;
+
+	tu_wait_parent(c);
+	usleep(300 * 1000);	/* the acquirer is in its grace wait */
+	if (unlink(path) < 0)
+		return 2;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return 3;
+	n = snprintf(rec, sizeof(rec), "pid=%ld\ntimestamp=%ld\n",
+		     (long)getpid(), (long)time(NULL));
+	if (write(fd, rec, (size_t)n) != n || close(fd) < 0)
+		return 4;
+	tu_signal(c, 'P');
+	return tu_wait_parent(c) == 'Q' ? 0 : 5;
+}
+
+/* Rule "final check": the inode check is the last step before any
+ * takeover, with both kinds too (nothing else is left to re-check it). */
+START_TEST(final_check_after_grace)
+{
+	char *p = tu_path("a.lock");
+	struct pidlock *l = tu_new(p, 0);
+	char want[96];
+	struct tu_child c;
+	int r;
+
+	tu_write(p, "");		/* young and empty: rule C's grace */
+	ck_assert_int_eq(pidlock_set_grace(l, 1500), 0);
+	tu_spawn(&c, spec_replacer, p);
+	tu_tell(&c, 'G');
+	r = pidlock_acquire(l, 2500);
+	ck_assert_int_eq(signal_within(&c, 0), 'P');
+	ck_assert_msg(r == -ETIMEDOUT, "acquire gave %d, with a live spec "
+		      "holder at the path", r);
+	snprintf(want, sizeof(want), "pid=%ld\n", (long)c.pid);
+	ck_assert(strncmp(tu_read(p), want, strlen(want)) == 0);
+	tu_tell(&c, 'Q');
+	ck_assert_int_eq(tu_join(&c), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+/* ---- release and forked sharers --------------------------------------- */
+
+/* Holds, forks a worker that only sleeps on the shared description,
+ * releases on 'R'. */
+static int holder_with_worker(struct tu_child *c, void *arg)
+{
+	struct pidlock *l;
+	pid_t worker;
+
+	if (pidlock_new(&l, arg, 0) < 0 || pidlock_acquire(l, 0) < 0)
+		return 2;
+	worker = fork();
+	if (worker < 0)
+		return 3;
+	if (worker == 0) {
+		sleep(6);
+		_exit(0);
+	}
+	tu_signal(c, 'L');
+	if (tu_wait_parent(c) != 'R' || pidlock_release(l) < 0)
+		return 4;
+	tu_signal(c, 'F');
+	tu_wait_parent(c);
+	kill(worker, SIGKILL);
+	waitpid(worker, NULL, 0);
+	pidlock_free(l);
+	return 0;
+}
+
+static int blocking_waiter(struct tu_child *c, void *arg)
+{
+	struct pidlock *l;
+
+	if (pidlock_new(&l, arg, 0) < 0)
+		return 2;
+	tu_signal(c, 'W');
+	if (pidlock_acquire(l, -1) < 0)
+		return 3;
+	tu_signal(c, 'L');
+	tu_wait_parent(c);
+	pidlock_free(l);
+	return 0;
+}
+
+/* Rule "release": the owner's release ends the lock for every process
+ * sharing the description, so a blocked waiter gets its turn while a
+ * forked worker of the old holder still lives. */
+START_TEST(release_frees_forked_worker)
+{
+	char *p = tu_path("a.lock");
+	struct tu_child h, w;
+
+	tu_spawn(&h, holder_with_worker, p);
+	ck_assert_int_eq(tu_wait_signal(&h), 'L');
+	tu_spawn(&w, blocking_waiter, p);
+	ck_assert_int_eq(tu_wait_signal(&w), 'W');
+	usleep(200 * 1000);	/* blocked in flock(2) on the old inode */
+	ck_assert_int_eq(signal_within(&w, 0), 0);
+	tu_tell(&h, 'R');
+	ck_assert_int_eq(tu_wait_signal(&h), 'F');
+	ck_assert_msg(signal_within(&w, 2000) == 'L',
+		      "the blocked waiter still waits on the forked worker");
+	tu_tell(&w, 'X');
+	ck_assert_int_eq(tu_join(&w), 0);
+	tu_tell(&h, 'X');
+	ck_assert_int_eq(tu_join(&h), 0);
+}
+END_TEST
+
+static int daemon_like(struct tu_child *c, void *arg)
+{
+	struct pidlock *l = arg;
+
+	if (pidlock_refresh(l) < 0)
+		return 2;
+	tu_signal(c, 'D');
+	if (tu_wait_parent(c) != 'R' || pidlock_release(l) < 0)
+		return 3;
+	tu_signal(c, 'F');
+	tu_wait_parent(c);
+	return 0;
+}
+
+/* The daemonize flow: the parent closes (never unlocks), the child owns
+ * the lock; the child's release wakes a blocked waiter at once. */
+START_TEST(daemonize_close_then_release)
+{
+	char *p = tu_path("d.pid");
+	struct pidlock *l = tu_new(p, PIDLOCK_PLAIN_PID);
+	struct pidlock *other = tu_new(p, 0);
+	struct tu_child d, w;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	tu_spawn(&d, daemon_like, l);
+	ck_assert_int_eq(tu_wait_signal(&d), 'D');
+	ck_assert_int_eq(pidlock_close(l), 0);
+	/* The parent's close left the child holding. */
+	ck_assert_int_eq(pidlock_acquire(other, 0), -EWOULDBLOCK);
+	tu_spawn(&w, blocking_waiter, p);
+	ck_assert_int_eq(tu_wait_signal(&w), 'W');
+	ck_assert_int_eq(signal_within(&w, 200), 0);
+	tu_tell(&d, 'R');
+	ck_assert_int_eq(tu_wait_signal(&d), 'F');
+	ck_assert_int_eq(signal_within(&w, 2000), 'L');
+	tu_tell(&w, 'X');
+	ck_assert_int_eq(tu_join(&w), 0);
+	tu_tell(&d, 'X');
+	ck_assert_int_eq(tu_join(&d), 0);
+	pidlock_free(other);
+	pidlock_free(l);
+}
+END_TEST
+
+/* ---- waits never spin ------------------------------------------------ */
+
+struct timed_wait {
+	const char *path;
+	int timeout_ms;
+	unsigned int retry_ms;
+};
+
+/* Reports its own CPU time in ms over one timed acquire that must time
+ * out, as 4 bytes on the pipe. */
+static int timed_waiter(struct tu_child *c, void *arg)
+{
+	const struct timed_wait *tw = arg;
+	struct pidlock *l;
+	int32_t cpu;
+	long before;
+	int r;
+
+	if (pidlock_new(&l, tw->path, 0) < 0 ||
+	    pidlock_set_retry_interval(l, tw->retry_ms) < 0)
+		return 2;
+	tu_signal(c, 'W');
+	before = cpu_ms_self();
+	r = pidlock_acquire(l, tw->timeout_ms);
+	cpu = (int32_t)(cpu_ms_self() - before);
+	if (write(c->to_parent, &cpu, sizeof(cpu)) != sizeof(cpu))
+		return 3;
+	pidlock_free(l);
+	return r == -ETIMEDOUT ? 0 : 4;
+}
+
+static int32_t read_cpu(struct tu_child *c)
+{
+	int32_t cpu = -1;
+
+	ck_assert_int_eq(read(c->from_child, &cpu, sizeof(cpu)), sizeof(cpu));
+	return cpu;
+}
+
+/* Rule "waits": a waiter whose kept descriptor met a kernel lock, then
+ * a spec-only holder on the same file, sleeps instead of waking on its
+ * own opens and closes. */
+START_TEST(no_spin_kept_fd_then_spec_holder)
+{
+	char *p = tu_path("a.lock");
+	struct timed_wait tw = { p, 3000, 100 };
+	struct tu_child c;
+	int32_t cpu;
+
+	write_spec(p, getpid());
+	ck_assert_int_eq(tu_sh("'%s' -n '%s' sleep 1 &", flock_bin(), p), 0);
+	usleep(100 * 1000);
+	tu_spawn(&c, timed_waiter, &tw);
+	ck_assert_int_eq(tu_wait_signal(&c), 'W');
+	cpu = read_cpu(&c);
+	ck_assert_int_eq(tu_join(&c), 0);
+	fprintf(stderr, "kept descriptor, then a spec holder: %d ms of CPU "
+		"in a 3 s wait\n", (int)cpu);
+	ck_assert_msg(cpu < CPU_BOUND_MS, "a 3 s wait burnt %d ms of CPU",
+		      (int)cpu);
+}
+END_TEST
+
+/* Four timed waiters on one spec-only holder do not wake each other,
+ * even polling every 10 ms, when each try of one holds the kernel locks
+ * for a moment in which another's try keeps its descriptor. */
+START_TEST(no_spin_four_waiters)
+{
+	char *p = tu_path("a.lock");
+	struct timed_wait tw = { p, 3000, 10 };
+	struct tu_child c[4];
+
+	write_spec(p, getpid());
+	for (int i = 0; i < 4; i++)
+		tu_spawn(&c[i], timed_waiter, &tw);
+	for (int i = 0; i < 4; i++) {
+		int32_t cpu;
+
+		ck_assert_int_eq(tu_wait_signal(&c[i]), 'W');
+		cpu = read_cpu(&c[i]);
+		ck_assert_int_eq(tu_join(&c[i]), 0);
+		fprintf(stderr, "four waiters, waiter %d: %d ms of CPU in "
+			"3 s\n", i, (int)cpu);
+		ck_assert_msg(cpu < CPU_BOUND_MS,
+			      "waiter %d burnt %d ms of CPU in 3 s", i,
+			      (int)cpu);
+	}
+}
+END_TEST
+
+static int short_waiter(struct tu_child *c, void *arg)
+{
+	struct pidlock *l;
+	int r;
+
+	if (pidlock_new(&l, arg, 0) < 0 ||
+	    pidlock_set_retry_interval(l, 10) < 0)
+		return 2;
+	r = pidlock_acquire(l, 500);
+	pidlock_free(l);
+	tu_signal(c, 'D');
+	return r == -ETIMEDOUT ? 0 : 3;
+}
+
+/* A waiter against a spec-only holder looks at the path; it does not
+ * make, sync and try to publish a temp file per poll. */
+START_TEST(spec_holder_no_temp_per_poll)
+{
+	char *p = tu_path("a.lock");
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	struct tu_child c;
+	int ifd, temps = 0;
+	ssize_t n;
+
+	write_spec(p, getpid());
+	ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	ck_assert_int_ge(ifd, 0);
+	ck_assert_int_ge(inotify_add_watch(ifd, tu_dir(), IN_CREATE), 0);
+	tu_spawn(&c, short_waiter, p);
+	ck_assert_int_eq(tu_wait_signal(&c), 'D');
+	ck_assert_int_eq(tu_join(&c), 0);
+	while ((n = read(ifd, buf, sizeof(buf))) > 0) {
+		for (char *q = buf; q < buf + n;) {
+			const struct inotify_event *ev = (const void *)q;
+
+			temps += ev->len && strncmp(ev->name, PIDLOCK_TMP_PREFIX,
+						    strlen(PIDLOCK_TMP_PREFIX)) == 0;
+			q += sizeof(*ev) + ev->len;
+		}
+	}
+	close(ifd);
+	/* About 50 polls; the first try may make one. */
+	ck_assert_msg(temps <= 2, "%d temp files made in 50 polls", temps);
+}
+END_TEST
+
+/* Rule "waits": a path whose inode keeps changing cannot hold a timed
+ * acquire past its time (each start-over checks the deadline). */
+static int churn_inodes(struct tu_child *c, void *arg)
+{
+	char tmp[PATH_MAX];
+
+	snprintf(tmp, sizeof(tmp), "%s.churn", (const char *)arg);
+	tu_signal(c, 'C');
+	for (;;) {
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			      0644);
+
+		if (fd < 0)
+			return 2;
+		close(fd);
+		if (rename(tmp, arg) < 0)
+			return 3;
+	}
+}
+
+START_TEST(deadline_holds_against_churn)
+{
+	char *p = tu_path("a.lock");
+	struct pidlock *l = tu_new(p, 0);
+	struct tu_child c;
+	long t0, took;
+	int r;
+
+	tu_write(p, "");
+	pidlock_set_grace(l, 0);
+	tu_spawn(&c, churn_inodes, p);
+	ck_assert_int_eq(tu_wait_signal(&c), 'C');
+	t0 = tu_ms();
+	r = pidlock_acquire(l, 300);
+	took = tu_ms() - t0;
+	tu_kill(&c);
+	if (r == 0)
+		pidlock_release(l);
+	ck_assert_msg(took < 1500, "a 300 ms acquire took %ld ms", took);
+	pidlock_free(l);
+}
+END_TEST
+
+/* ---- lock-file content: a user's file is never changed --------------- */
+
+struct snapshot {
+	uint64_t hash;
+	off_t size;
+	ino_t ino;
+};
+
+static struct snapshot snap(const char *path)
+{
+	struct snapshot s = { 14695981039346656037ULL, 0, 0 };
+	unsigned char buf[65536];
+	struct stat st;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	s.size = st.st_size;
+	s.ino = st.st_ino;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			s.hash = (s.hash ^ buf[i]) * 1099511628211ULL;
+	close(fd);
+	return s;
+}
+
+static void same_file(const char *path, struct snapshot before,
+		      const char *what)
+{
+	struct snapshot after;
+
+	ck_assert_msg(tu_exists(path), "%s: the file is gone", what);
+	after = snap(path);
+	ck_assert_msg(after.ino == before.ino, "%s: another inode", what);
+	ck_assert_msg(after.size == before.size && after.hash == before.hash,
+		      "%s: the bytes changed", what);
+}
+
+enum user_file { UF_SCRIPT, UF_TEXT, UF_BINARY, UF_SPEC_THEN_TEXT,
+		 UF_BARE_X, UF_ENV, UF_NFILES };
+
+static void make_user_file(const char *path, enum user_file kind)
+{
+	static const char *const text[] = {
+		[UF_SCRIPT] = "#!/bin/sh\necho hi\n",
+		[UF_TEXT] = "my data\n",
+		[UF_SPEC_THEN_TEXT] = "pid=1\ntimestamp=1700000000\n"
+				      "and then the user's own notes\n",
+		[UF_BARE_X] = "x",
+		[UF_ENV] = "DB_USER=admin\nDB_PASS=secret\n",
+	};
+	char *big;
+	int fd;
+
+	if (kind != UF_BINARY) {
+		tu_write(path, text[kind]);
+		tu_set_mtime_ago(path, 600);
+		return;
+	}
+	/* 1 MiB with NUL bytes, as an image or a database is. */
+	big = malloc(1 << 20);
+	ck_assert_ptr_nonnull(big);
+	for (size_t i = 0; i < (1 << 20); i++)
+		big[i] = (char)(i % 7 ? i % 251 : 0);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, big, 1 << 20), 1 << 20);
+	close(fd);
+	free(big);
+	tu_set_mtime_ago(path, 600);
+}
+
+static const unsigned int entry_flags[] = {
+	0, PIDLOCK_KEEP_FILE, PIDLOCK_FLOCK_ONLY, PIDLOCK_OFD_ONLY,
+	PIDLOCK_PLAIN_PID, PIDLOCK_NO_SYNC,
+};
+
+/* Rule "lock-file content": every entry point, every flag, refuses a
+ * user's file with -EBADMSG (NULL and errno for pidfile(3)) and leaves
+ * its inode and bytes as they were. */
+START_TEST(user_file_never_changed)
+{
+	char *p = tu_path("user-file");
+	enum user_file kind = (enum user_file)_i;
+	struct pidlock_info info;
+	struct pidlock_pidfh *pfh;
+	struct snapshot before;
+	struct pidlock *l;
+	pid_t other = 0;
+
+	make_user_file(p, kind);
+	before = snap(p);
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_NOT_LOCK_FILE);
+	for (size_t i = 0; i < sizeof(entry_flags) / sizeof(*entry_flags); i++) {
+		l = tu_new(p, entry_flags[i]);
+		ck_assert_int_eq(pidlock_set_grace(l, 0), 0);
+		ck_assert_int_eq(pidlock_acquire(l, 0), -EBADMSG);
+		ck_assert_int_eq(pidlock_acquire(l, 200), -EBADMSG);
+		ck_assert_int_eq(pidlock_acquire(l, -1), -EBADMSG);
+		pidlock_free(l);
+		same_file(p, before, "acquire");
+	}
+	ck_assert_int_eq(pidlock_daemon_open(&l, p, 0, 0644, &other), -EBADMSG);
+	same_file(p, before, "pidlock_daemon_open");
+	errno = 0;
+	pfh = pidlock_pidfile_open(p, 0644, &other);
+	ck_assert_ptr_null(pfh);
+	ck_assert_int_eq(errno, EBADMSG);
+	same_file(p, before, "pidlock_pidfile_open");
+}
+END_TEST
+
+/* What a locker leaves is still taken: empty, a bare pid, a cut record. */
+START_TEST(locker_leftovers_taken)
+{
+	static const char *const left[] = {
+		"", "12345\n", "pid=", "pid=4194000\ntimest", "\n\n",
+		"12\npid=12\ntimestamp=5\nlock=flock,ofd\n",
+	};
+	char *p = tu_path("a.lock");
+
+	for (size_t i = 0; i < sizeof(left) / sizeof(*left); i++) {
+		struct pidlock *l = tu_new(p, 0);
+
+		tu_write(p, left[i]);
+		tu_set_mtime_ago(p, 600);
+		ck_assert_msg(pidlock_acquire(l, 0) == 0, "\"%s\" refused",
+			      left[i]);
+		pidlock_free(l);
+		unlink(p);
+	}
+}
+END_TEST
+
+/* ---- which inodes stay ------------------------------------------------- */
+
+/* Rule "keep": an empty file (flock(1)'s) is kept for good, marked
+ * released between holders; a file we made, or a bare pid, goes. */
+START_TEST(keep_rule)
+{
+	char *p = tu_path("a.lock");
+	struct pidlock *l = tu_new(p, 0);
+	struct pidlock_info info;
+	ino_t ino;
+
+	tu_write(p, "");
+	tu_set_mtime_ago(p, 600);
+	ino = tu_ino(p);
+	for (int round = 0; round < 2; round++) {
+		ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+		ck_assert_uint_eq(tu_ino(p), ino);
+		ck_assert_ptr_nonnull(strstr(tu_read(p), "keep=1\n"));
+		ck_assert_int_eq(pidlock_release(l), 0);
+		ck_assert_uint_eq(tu_ino(p), ino);
+		ck_assert_ptr_null(strstr(tu_read(p), "pid="));
+		ck_assert_ptr_nonnull(strstr(tu_read(p), "released="));
+		ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+		ck_assert_int_eq(info.state, PIDLOCK_STATE_FREE);
+	}
+	unlink(p);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(!tu_exists(p), "a file we made is kept");
+	tu_write(p, "12345\n");
+	tu_set_mtime_ago(p, 600);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(!tu_exists(p), "a pidfile we took over is kept");
+	pidlock_free(l);
+}
+END_TEST
+
+static int flock1_runner(struct tu_child *c, void *arg)
+{
+	(void)c;
+	return tu_sh("'%s' '%s' sh -c ': > \"$0\"; sleep 1' '%s.got'",
+		     flock_bin(), (const char *)arg, (const char *)arg);
+}
+
+static bool appears_within(const char *path, int ms)
+{
+	for (long t0 = tu_ms(); tu_ms() - t0 < ms; usleep(10 * 1000))
+		if (tu_exists(path))
+			return true;
+	return false;
+}
+
+/* After flock(1) has used the path, our release no longer orphans a
+ * blocked flock(1): while it holds, a libpidlock try is refused. */
+START_TEST(flock1_waiter_not_orphaned)
+{
+	char *p = tu_path("mix.lock");
+	char got[PATH_MAX];
+	struct pidlock *l = tu_new(p, 0);
+	struct pidlock *next = tu_new(p, 0);
+	struct tu_child f;
+
+	snprintf(got, sizeof(got), "%s.got", p);
+	ck_assert_int_eq(tu_sh("'%s' '%s' true", flock_bin(), p), 0);
+	tu_set_mtime_ago(p, 600);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	tu_spawn(&f, flock1_runner, p);
+	usleep(300 * 1000);	/* flock(1) blocks on our inode */
+	ck_assert(!tu_exists(got));
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert(appears_within(got, 2000));
+	ck_assert_msg(pidlock_acquire(next, 0) == -EWOULDBLOCK,
+		      "two holders: flock(1) and libpidlock");
+	ck_assert_int_eq(tu_join(&f), 0);
+	ck_assert_int_eq(pidlock_acquire(next, 0), 0);
+	pidlock_free(next);
+	pidlock_free(l);
+}
+END_TEST
+
+/* ---- publishing and temp files ---------------------------------------- */
+
+/* Rule "publish": the holder's descriptor shows the lock's path, for
+ * lslocks(8) and /proc/PID/fd, never "/dir/#ino (deleted)". */
+START_TEST(holder_fd_shows_path)
+{
+	char *p = tu_path("a.lock");
+	struct pidlock *l = tu_new(p, 0);
+	char link[64], target[PATH_MAX], real[PATH_MAX], cmd[PATH_MAX + 64];
+	ssize_t n;
+	FILE *f;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_ptr_nonnull(realpath(p, real));
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", pidlock_fd(l));
+	n = readlink(link, target, sizeof(target) - 1);
+	ck_assert_int_gt(n, 0);
+	target[n] = '\0';
+	ck_assert_str_eq(target, real);
+	snprintf(cmd, sizeof(cmd), "lslocks -n -r -o PATH -p %ld",
+		 (long)getpid());
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(target, sizeof(target), f));
+	target[strcspn(target, "\n")] = '\0';
+	pclose(f);
+	ck_assert_str_eq(target, real);
+	pidlock_free(l);
+}
+END_TEST
+
+static int count_temp_files(void)
+{
+	DIR *d = opendir(tu_dir());
+	struct dirent *de;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		n += strncmp(de->d_name, PIDLOCK_TMP_PREFIX,
+			     strlen(PIDLOCK_TMP_PREFIX)) == 0;
+	closedir(d);
+	return n;
+}
+
+static int hold_flock(struct tu_child *c, void *arg)
+{
+	int fd = open(arg, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || flock(fd, LOCK_EX) < 0)
+		return 2;
+	tu_signal(c, 'L');
+	tu_wait_parent(c);
+	return 0;
+}
+
+/* Rule "sweep": a temp file of a dead acquirer that nobody holds goes
+ * at the next handle's first lock; one of a live process, or one still
+ * locked, stays. */
+START_TEST(dead_temp_files_swept)
+{
+	char dead[PATH_MAX], live[PATH_MAX], held[PATH_MAX];
+	pid_t gone = tu_dead_pid();
+	struct pidlock *l;
+	struct tu_child c;
+
+	snprintf(dead, sizeof(dead), "%s/" PIDLOCK_TMP_PREFIX "%ld-0-1",
+		 tu_dir(), (long)gone);
+	snprintf(live, sizeof(live), "%s/" PIDLOCK_TMP_PREFIX "%ld-0-2",
+		 tu_dir(), (long)getpid());
+	snprintf(held, sizeof(held), "%s/" PIDLOCK_TMP_PREFIX "%ld-0-3",
+		 tu_dir(), (long)gone);
+	tu_write(dead, "pid=1\ntimestamp=1\nlock=flock,ofd\n");
+	tu_write(live, "pid=1\ntimestamp=1\nlock=flock,ofd\n");
+	tu_write(held, "pid=1\ntimestamp=1\nlock=flock,ofd\n");
+	tu_spawn(&c, hold_flock, held);
+	ck_assert_int_eq(tu_wait_signal(&c), 'L');
+	l = tu_new(tu_path("a.lock"), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert(!tu_exists(dead));
+	ck_assert(tu_exists(live));
+	ck_assert(tu_exists(held));
+	tu_tell(&c, 'X');
+	ck_assert_int_eq(tu_join(&c), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+static int acquire_forever(struct tu_child *c, void *arg)
+{
+	struct pidlock *l;
+
+	if (pidlock_new(&l, arg, PIDLOCK_NO_SYNC) < 0)
+		return 2;
+	tu_signal(c, 'S');
+	for (;;) {
+		if (pidlock_acquire(l, 1000) == 0)
+			pidlock_release(l);
+	}
+}
+
+/* 40 acquirers SIGKILLed at random moments leave no temp file behind
+ * once a new handle has taken the lock. */
+START_TEST(sigkill_storm_leaves_no_temp)
+{
+	char *p = tu_path("a.lock");
+	struct pidlock *l;
+
+	srand((unsigned int)getpid());
+	for (int i = 0; i < 40; i++) {
+		struct tu_child c;
+
+		tu_spawn(&c, acquire_forever, p);
+		ck_assert_int_eq(tu_wait_signal(&c), 'S');
+		usleep((useconds_t)(rand() % 3000));
+		tu_kill(&c);
+	}
+	l = tu_new(p, 0);
+	ck_assert_int_eq(pidlock_acquire(l, 2000), 0);
+	ck_assert_int_eq(count_temp_files(), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+static Suite *rules_suite(void)
+{
+	Suite *s = suite_create("rules");
+	TCase *tc = tcase_create("rules");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
+	tcase_add_test(tc, final_check_after_grace);
+	tcase_add_test(tc, release_frees_forked_worker);
+	tcase_add_test(tc, daemonize_close_then_release);
+	tcase_add_test(tc, no_spin_kept_fd_then_spec_holder);
+	tcase_add_test(tc, no_spin_four_waiters);
+	tcase_add_test(tc, spec_holder_no_temp_per_poll);
+	tcase_add_test(tc, deadline_holds_against_churn);
+	tcase_add_loop_test(tc, user_file_never_changed, 0, UF_NFILES);
+	tcase_add_test(tc, locker_leftovers_taken);
+	tcase_add_test(tc, keep_rule);
+	tcase_add_test(tc, flock1_waiter_not_orphaned);
+	tcase_add_test(tc, holder_fd_shows_path);
+	tcase_add_test(tc, dead_temp_files_swept);
+	tcase_add_test(tc, sigkill_storm_leaves_no_temp);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	tu_run_suite(rules_suite());
+}
