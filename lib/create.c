@@ -12,9 +12,12 @@
  *    lock's real path, and the file never has a second name;
  *  - an O_TMPFILE linked with linkat(2): no second name either, but the
  *    descriptor shows "/dir/#ino (deleted)";
- *  - a named temp file, link(2) then unlink(2): for a moment the file
- *    has two names (see existing.c for how that moment is told apart
- *    from a planted hard link).
+ *  - the path itself, created with O_EXCL, locked at once, then written:
+ *    for a moment the file is empty and unlocked, which rule C's grace
+ *    covers, as for a spec-only peer.  Never a link(2) of a named temp
+ *    file: file systems that lack both calls above are often FUSE file
+ *    systems built on paths (bindfs), which give each name its own
+ *    inode, so the holder's locks would not be on the file at the path.
  */
 #include "config.h"
 
@@ -28,7 +31,7 @@
 
 #include "internal.h"
 
-enum { PUB_RENAME = 0, PUB_TMPFILE, PUB_TMPFILE_PROC, PUB_LINK };
+enum { PUB_RENAME = 0, PUB_TMPFILE, PUB_TMPFILE_PROC, PUB_IN_PLACE };
 
 #define OPEN_FLAGS (O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY)
 
@@ -55,7 +58,7 @@ static int open_unnamed(struct pidlock *lock)
 		return fd;
 	/* No O_TMPFILE on this file system (or kernel): use a named file. */
 	if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) {
-		lock->link_mode = PUB_LINK;
+		lock->link_mode = PUB_IN_PLACE;
 		return -EAGAIN;
 	}
 	return -errno;
@@ -136,24 +139,9 @@ static int publish_unnamed(struct pidlock *lock, int fd)
 	if (r == 0 || r == -EEXIST)
 		lock->link_mode = PUB_TMPFILE_PROC;
 	else if (r == -ENOENT && access("/proc/self/fd", F_OK) < 0)
-		lock->link_mode = PUB_LINK;	/* no /proc: retry named */
-	if (r == -ENOENT && lock->link_mode == PUB_LINK)
+		lock->link_mode = PUB_IN_PLACE;	/* no /proc: retry named */
+	if (r == -ENOENT && lock->link_mode == PUB_IN_PLACE)
 		return -EAGAIN;
-	return r;
-}
-
-static int publish_link(struct pidlock *lock, const char *tmp)
-{
-	int r;
-
-	if (link(tmp, lock->path) < 0)
-		return -errno;
-	r = unlink_tmp(tmp);
-	if (r == 0)
-		return 0;
-	/* A second name would outlive the lock: give the lock up. */
-	if (unlink(lock->path) < 0)
-		r = -errno;
 	return r;
 }
 
@@ -173,7 +161,7 @@ static int publish_rename(struct pidlock *lock, const char *tmp)
 	return -EAGAIN;
 }
 
-static int prepare(struct pidlock *lock, int fd)
+static int prepare(struct pidlock *lock, int fd, bool take_locks)
 {
 	pid_t pid = getpid();
 	bool keep = lock->flags & PIDLOCK_KEEP_FILE;
@@ -189,7 +177,7 @@ static int prepare(struct pidlock *lock, int fd)
 		return r;
 	/* Nobody else follows our protocol on this file yet, so this is
 	 * not refused for contention (a leftover scan backs off from it). */
-	r = klock_take(fd, lock->kinds, false, &busy);
+	r = take_locks ? klock_take(fd, lock->kinds, false, &busy) : 0;
 	if (r < 0)
 		return r == -EWOULDBLOCK ? -EAGAIN : r;
 	if (fstat(fd, &st) < 0)
@@ -210,10 +198,9 @@ static int create_named(struct pidlock *lock)
 
 	if (fd < 0)
 		return fd;
-	r = prepare(lock, fd);
+	r = prepare(lock, fd, true);
 	if (r == 0)
-		r = lock->link_mode == PUB_RENAME ? publish_rename(lock, tmp)
-						  : publish_link(lock, tmp);
+		r = publish_rename(lock, tmp);
 	if (r < 0) {
 		discard_tmp(tmp);
 		close_keep_errno(fd);
@@ -230,7 +217,7 @@ static int create_unnamed(struct pidlock *lock)
 
 	if (fd < 0)
 		return fd;
-	r = prepare(lock, fd);
+	r = prepare(lock, fd, true);
 	if (r == 0)
 		r = publish_unnamed(lock, fd);
 	if (r < 0) {
@@ -241,10 +228,43 @@ static int create_unnamed(struct pidlock *lock)
 	return 0;
 }
 
+/*
+ * Lock before writing: an acquirer that opens the file in between meets
+ * our locks; one that took them first holds an empty young file, which
+ * it waits on for the grace period, and we give way to it.  Nothing is
+ * then ours to remove: the file at the path is its.
+ */
+static int create_in_place(struct pidlock *lock)
+{
+	int fd = open(lock->path, O_CREAT | O_EXCL | OPEN_FLAGS, lock->mode);
+	unsigned int busy = 0;
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = klock_take(fd, lock->kinds, false, &busy);
+	if (r == -EWOULDBLOCK) {
+		close_keep_errno(fd);
+		return -EEXIST;
+	}
+	if (r == 0)
+		r = prepare(lock, fd, false);
+	if (r < 0) {
+		/* Still ours (locked, at the path): take it back. */
+		(void)unlink(lock->path);
+		close_keep_errno(fd);
+		return r;
+	}
+	lock->fd = fd;
+	return 0;
+}
+
 /* Returns 0 (held), -EEXIST (the path exists), -EAGAIN or -errno. */
 int create_publish(struct pidlock *lock)
 {
-	if (lock->link_mode == PUB_RENAME || lock->link_mode == PUB_LINK)
+	if (lock->link_mode == PUB_RENAME)
 		return create_named(lock);
+	if (lock->link_mode == PUB_IN_PLACE)
+		return create_in_place(lock);
 	return create_unnamed(lock);
 }

@@ -50,7 +50,7 @@ static const char *const fn_names[FAULT_NFNS] = {
 /* The three ways to publish (lib/create.c), each made the one that runs
  * by refusing the ones before it. */
 static const char *const publish_names[] = {
-	"", " (O_TMPFILE)", " (link)",
+	"", " (O_TMPFILE)", " (in place)",
 };
 static const int errs[] = { ENOSPC, EIO, EINTR, FAULT_SHORT };
 
@@ -317,9 +317,11 @@ START_TEST(test_refresh) { sweep_op(OP_REFRESH); }
 END_TEST
 
 /* Each way to publish really runs where the ones before it are
- * refused: a held lock then shows no temp name, and the call ran once. */
+ * refused: a held lock then shows no temp name, and the call that
+ * publishes ran once (the last way, in place, makes no second name:
+ * link(2) never runs). */
 static void publish_runs(enum fault_fn fn, bool no_rename, bool no_tmpfile,
-			 const char *what)
+			 int want, const char *what)
 {
 	struct pidlock *lock;
 
@@ -329,9 +331,10 @@ static void publish_runs(enum fault_fn fn, bool no_rename, bool no_tmpfile,
 	fault_arm(fn, 1000, EIO);
 	ck_assert_int_eq(pidlock_new(&lock, path, 0), 0);
 	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
-	ck_assert_msg(fault_calls() == 1, "%s ran %d times", what,
+	ck_assert_msg(fault_calls() == want, "%s ran %d times", what,
 		      fault_calls());
 	ck_assert_int_eq(temp_files(), 0);
+	ck_assert_int_eq(pidlock_verify(lock), 0);
 	ck_assert_int_eq(pidlock_release(lock), 0);
 	fault_disarm();
 	pidlock_free(lock);
@@ -341,9 +344,10 @@ static void publish_runs(enum fault_fn fn, bool no_rename, bool no_tmpfile,
 
 START_TEST(test_named_path_runs)
 {
-	publish_runs(FAULT_RENAMEAT2, false, false, "renameat2(2)");
-	publish_runs(FAULT_LINKAT, true, false, "linkat(2)");
-	publish_runs(FAULT_LINK, true, true, "link(2)");
+	publish_runs(FAULT_RENAMEAT2, false, false, 1, "renameat2(2)");
+	publish_runs(FAULT_LINKAT, true, false, 1, "linkat(2)");
+	publish_runs(FAULT_LINK, true, true, 0, "link(2)");
+	publish_runs(FAULT_LINKAT, true, true, 0, "linkat(2)");
 }
 END_TEST
 
