@@ -26,6 +26,7 @@ TORTURE_SHORT = \
 	tests/torture/short-fcntl.sh \
 	tests/torture/short-spec.sh \
 	tests/torture/short-alone.sh \
+	tests/torture/short-flock1.sh \
 	tests/torture/short-keepfile.sh \
 	tests/torture/short-unsafe-flock.sh \
 	tests/torture/short-unsafe-rename.sh
@@ -41,7 +42,7 @@ EXTRA_DIST += $(TORTURE_SHORT) tests/torture/run.sh tests/torture/README \
 TORTURE_DURATION = 60
 TORTURE_PROCS = 8
 TORTURE_KILL_RATE = 10
-TORTURE_MIXES = flock fcntl spec alone keepfile
+TORTURE_MIXES = flock fcntl spec alone flock1 keepfile
 
 .PHONY: check-torture check-notmpfile check-asan check-valgrind
 check-torture: tests/torture/torture

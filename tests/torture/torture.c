@@ -144,34 +144,41 @@ struct mix {
 	unsigned int lib_flags;	/* of the final check's handle */
 	enum kind kinds[8];	/* K_NKINDS ends; K_CLI dropped without a CLI */
 	enum kind fill[4];	/* kinds that fill up to --procs */
+	bool empty_first;	/* the path starts as flock(1) leaves it */
 };
 
 #define END K_NKINDS
 static const struct mix mixes[] = {
 	{ "flock", SAFE, 0,
 	  { K_LIB, K_LIB_NOSYNC, K_LIB_PLAIN, K_CLI, K_FSLOCK, K_BSD, END },
-	  { K_LIB, K_FSLOCK, K_BSD, END } },
+	  { K_LIB, K_FSLOCK, K_BSD, END }, false },
 	{ "fcntl", SAFE, 0,
 	  { K_LIB, K_LIB_NOSYNC, K_LIB_PLAIN, K_CLI, K_WLE, K_WLE, END },
-	  { K_LIB, K_WLE, END } },
+	  { K_LIB, K_WLE, END }, false },
 	/* One spec peer: two of them race each other in the spec's own
 	 * stale removal, which is no business of ours. */
 	{ "spec", SAFE, 0,
 	  { K_LIB, K_LIB_NOSYNC, K_LIB_PLAIN, K_CLI, K_SPEC, END },
-	  { K_LIB, K_LIB_NOSYNC, END } },
+	  { K_LIB, K_LIB_NOSYNC, END }, false },
 	{ "alone", SAFE, 0,
 	  { K_LIB, K_LIB_NOSYNC, K_LIB_PLAIN, K_LIB_FLOCK, K_LIB_OFD,
 	    K_LIB_KEEP, K_CLI, END },
-	  { K_LIB, K_LIB_FLOCK, K_LIB_OFD, END } },
+	  { K_LIB, K_LIB_FLOCK, K_LIB_OFD, END }, false },
+	/* Default-flag libpidlock and flock(1) on a path flock(1) has used
+	 * first: the empty file is kept for good, so flock(1) never holds
+	 * an orphan (doc/protocol.md, "Kept files"). */
+	{ "flock1", SAFE, 0,
+	  { K_LIB, K_FLOCK1, K_CLI, K_LIB_NOSYNC, K_FLOCK1, END },
+	  { K_LIB, K_FLOCK1, END }, true },
 	{ "keepfile", SAFE, PIDLOCK_KEEP_FILE,
 	  { K_LIB_KEEP, K_FLOCK1, K_CLI_KEEP, K_LIB_KEEP, K_FLOCK1, END },
-	  { K_LIB_KEEP, K_FLOCK1, END } },
+	  { K_LIB_KEEP, K_FLOCK1, END }, false },
 	{ "unsafe-flock", UNSAFE, 0,
 	  { K_LIB, K_FLOCK1_RM, K_LIB, K_FLOCK1_RM, END },
-	  { K_LIB, K_FLOCK1_RM, END } },
+	  { K_LIB, K_FLOCK1_RM, END }, false },
 	{ "unsafe-rename", UNSAFE, 0,
 	  { K_LIB, K_RENAME, K_LIB, K_RENAME, END },
-	  { K_LIB, K_RENAME, END } },
+	  { K_LIB, K_RENAME, END }, false },
 };
 
 static const struct mix *find_mix(const char *name)
@@ -654,7 +661,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: torture --mix NAME [options]\n"
-		"  --mix flock|fcntl|spec|alone|keepfile|unsafe-flock|unsafe-rename\n"
+		"  --mix flock|fcntl|spec|alone|flock1|keepfile|unsafe-flock|unsafe-rename\n"
 		"  --duration SEC     length of the storm (6)\n"
 		"  --procs N          participants (at least one of each kind)\n"
 		"  --kill-rate R      SIGKILLs per second (8; 0 for none)\n"
@@ -811,6 +818,14 @@ static void set_up_dir(void)
 	if (fd < 0 || counter_write(fd, 0) < 0)
 		die("counter: %m");
 	close(fd);
+	if (S.o.mix->empty_first) {
+		char path[4200];
+
+		snprintf(path, sizeof(path), "%s/" LOCK_NAME, S.cfg.dir);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0 || close(fd) < 0)
+			die("%s: %m", path);
+	}
 }
 
 static void remove_dir(void)
