@@ -131,7 +131,7 @@ void json_info(FILE *f, const char *path, const struct pidlock_info *info,
 						 status_exit(info));
 	json_int_or_null(f, "pid", info->pid, exists && info->pid > 0);
 	fputs(", \"pid_alive\": ", f);
-	fputs(!exists || info->pid_alive < 0 ? "null" :
+	fputs(!exists || info->pid <= 0 || info->pid_alive < 0 ? "null" :
 	      info->pid_alive ? "true" : "false", f);
 	json_int_or_null(f, "timestamp", info->timestamp, stamp);
 	fputs(", \"since\": ", f);
