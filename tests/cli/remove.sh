@@ -80,11 +80,24 @@ if command -v dotlockfile >/dev/null; then
 else
 	fail "dotlockfile (liblockfile-bin) is not installed"
 fi
+# Files another locker made are kept on release, so that a flock(1) user
+# sharing the path stays exclusive: --remove frees them, keeps them, and
+# says so.
 printf '%s\n' "$(dead_pid)" > olddot.lock
-touch -d '1 hour ago' olddot.lock
-expect 0 "a bare-pid file whose process is gone is removed" -- \
-	"$PIDLOCK" --remove olddot.lock
-[ ! -e olddot.lock ] || fail "olddot.lock is still there"
+flock fl-idle.lock true
+touch -d '1 hour ago' olddot.lock fl-idle.lock
+for f in olddot.lock fl-idle.lock; do
+	ino=$(stat -c %i "$f")
+	"$PIDLOCK" --remove "$f" 2> err
+	[ $? -eq 0 ] || fail "--remove $f: exit status ($(cat err))"
+	grep -qx "pidlock: $f: not removed: nobody holds it, but another kind of locker (such as flock(1)) may share the path, so the file stays; delete it with rm(1) if none does" err ||
+		fail "--remove $f: $(cat err)"
+	[ "$(stat -c %i "$f")" = "$ino" ] || fail "--remove $f replaced it"
+	expect 0 "$f is free afterwards" -- "$PIDLOCK" --status "$f"
+	"$PIDLOCK" --remove -q "$f" 2> err
+	[ $? -eq 0 ] && [ ! -s err ] || fail "--remove -q $f: $(cat err)"
+done
+pass "a bare pid of a dead process and flock(1)'s empty file: kept, and it says so"
 
 # Several files: each on its own, the largest status.
 start_bg many.lock sleep 30
