@@ -6,8 +6,9 @@
 #   make check-torture         the long one; TORTURE_DURATION (s per mix),
 #                              TORTURE_PROCS, TORTURE_KILL_RATE (kills/s),
 #                              TORTURE_MIXES
-#   make check-notmpfile       the whole suite with O_TMPFILE refused, so
-#                              the named temp file path of lib/create.c runs
+#   make check-notmpfile       the whole suite with RENAME_NOREPLACE and
+#                              O_TMPFILE refused, so the last way to publish
+#                              in lib/create.c (link, then unlink) runs
 #   make check-asan            the whole suite built with --enable-sanitizers
 #   make check-valgrind        the whole suite under valgrind
 
@@ -92,16 +93,17 @@ tests_fault_test_fault_LDADD = tests/fault/libfaultshim.la lib/libpidlock.la \
 TESTS += tests/fault/test-fault
 endif
 
-# The whole suite on a file system without O_TMPFILE, as far as the
-# library can tell; the log proves the named temp file path ran.
+# The whole suite on a file system without RENAME_NOREPLACE or O_TMPFILE,
+# as far as the library can tell; the log proves the link path ran.
 NOTMPFILE_LOG = $(abs_builddir)/notmpfile.log
 check-notmpfile: all tests/fault/libfaultshim.la
 	$(AM_V_at)rm -f $(NOTMPFILE_LOG)
 	$(AM_V_at)$(MAKE) $(AM_MAKEFLAGS) check TESTS_ENVIRONMENT='\
 	  LD_PRELOAD=$(abs_builddir)/tests/fault/.libs/libfaultshim.so; \
-	  FAULT_NOTMPFILE=1; FAULT_LOG=$(NOTMPFILE_LOG); \
-	  export LD_PRELOAD FAULT_NOTMPFILE FAULT_LOG;'
-	$(AM_V_at)grep -q tmpfile-refused $(NOTMPFILE_LOG) && \
+	  FAULT_NOTMPFILE=1; FAULT_NORENAME=1; FAULT_LOG=$(NOTMPFILE_LOG); \
+	  export LD_PRELOAD FAULT_NOTMPFILE FAULT_NORENAME FAULT_LOG;'
+	$(AM_V_at)grep -q 'renameat2 refused' $(NOTMPFILE_LOG) && \
+	  grep -q tmpfile-refused $(NOTMPFILE_LOG) && \
 	  grep -q named-temp $(NOTMPFILE_LOG) && \
 	  echo "check-notmpfile: O_TMPFILE refused $$(grep -c tmpfile-refused $(NOTMPFILE_LOG)) times, $$(grep -c named-temp $(NOTMPFILE_LOG)) named temp files made"
 CLEANFILES += $(NOTMPFILE_LOG)

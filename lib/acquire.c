@@ -10,6 +10,9 @@
 
 /* How often a failed O_TMPFILE set-up or a contended temp name retries. */
 #define CREATE_RETRIES 8
+/* How often a try (timeout 0) starts over on a path that changed under
+ * it before it reports the lock busy. */
+#define TRY_AGAIN_MAX 64
 
 /*
  * A world-writable directory without the sticky bit lets anybody delete
@@ -34,9 +37,11 @@ static int check_dir(struct pidlock *lock)
 
 /*
  * Between tries.  A descriptor kept from a try (a kernel-lock holder)
- * gets its inode watched for the holder's close; the first time, we
- * retry at once instead of waiting, because the release may have come
- * before the watch did.  The directory watch sees the name go away.
+ * gets its inode watched for the holder's close; once the watch is in
+ * place we retry at once, because the release may have come before the
+ * watch did.  The directory watch sees the name go away.  Whatever
+ * inotify refuses (no instance, a full watch quota), the wait still
+ * sleeps: poll(2) with nothing to watch is a plain sleep.
  */
 static int wait_busy(struct pidlock *lock, struct watch *w, int *fdp,
 		     int64_t deadline)
@@ -49,19 +54,31 @@ static int wait_busy(struct pidlock *lock, struct watch *w, int *fdp,
 		return -ETIMEDOUT;
 	if (w->ifd == -2)
 		watch_init(w, lock->dir);
-	if (*fdp >= 0 && w->file_wd < 0 && w->ifd >= 0) {
-		r = watch_file(w, lock->path, WATCH_RELEASE);
-		if (r == 0)
-			r = same_inode(lock->path, *fdp, &st);
-		if (r != 0)
-			drop_kept(w, fdp);
-		return 0;
+	if (*fdp >= 0 && w->file_wd < 0 && !w->file_failed) {
+		if (watch_file(w, lock->path, WATCH_RELEASE) < 0) {
+			w->file_failed = true;
+		} else {
+			if (same_inode(lock->path, *fdp, &st) != 0)
+				drop_kept(w, fdp);
+			return 0;
+		}
 	}
 	r = watch_wait(w, lock->base, left, lock->retry_ms);
 	if (r < 0)
 		return r;
 	if (*fdp >= 0 && same_inode(lock->path, *fdp, &st) != 0)
 		drop_kept(w, fdp);
+	return 0;
+}
+
+/* A path whose inode keeps changing must not hold a try or a timed
+ * acquire past its time. */
+static int again_allowed(int64_t deadline, int *agains)
+{
+	if (deadline > 0 && now_ms() >= deadline)
+		return -ETIMEDOUT;
+	if (deadline == 0 && ++*agains > TRY_AGAIN_MAX)
+		return -EWOULDBLOCK;
 	return 0;
 }
 
@@ -80,12 +97,15 @@ static int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 {
 	int64_t deadline = timeout_ms < 0 ? -1
 			 : timeout_ms == 0 ? 0 : now_ms() + timeout_ms;
-	int retries = 0;
+	int retries = 0, agains = 0;
+	bool busy = false;
 
 	for (;;) {
 		int r, create_err = 0;
 
-		if (*fdp < 0) {
+		/* While the path is busy, a new file could not be published:
+		 * look at the path first instead of making one per poll. */
+		if (*fdp < 0 && !busy) {
 			r = create_publish(lock);
 			if (r == 0)
 				return 0;
@@ -97,14 +117,21 @@ static int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 				return r;
 		}
 		r = try_existing(lock, deadline, fdp);
+		busy = r == TRY_BUSY;
+		/* The descriptor the file watch was for is gone: our own
+		 * opens and closes of the next file must not wake us. */
+		if (*fdp < 0)
+			watch_unfile(w);
 		if (r == TRY_AGAIN && create_err)
 			return create_err;
-		if (r < 0)
-			return r;
-		if (r == TRY_HELD_BY_US)
-			return 0;
-		if (r == TRY_AGAIN)
+		if (r < 0 || r == TRY_HELD_BY_US)
+			return r < 0 ? r : 0;
+		if (r == TRY_AGAIN) {
+			r = again_allowed(deadline, &agains);
+			if (r < 0)
+				return r;
 			continue;
+		}
 		if (timeout_ms == 0)
 			return -EWOULDBLOCK;
 		r = wait_busy(lock, w, fdp, deadline);
@@ -115,7 +142,8 @@ static int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 
 PIDLOCK_EXPORT int pidlock_acquire(struct pidlock *lock, int timeout_ms)
 {
-	struct watch w = { .ifd = -2, .file_wd = -1, .dir_wd = -1 };
+	struct watch w = { .ifd = -2, .file_wd = -1, .dir_wd = -1,
+			   .file_failed = false };
 	int fd = -1;
 	int r;
 
@@ -130,5 +158,9 @@ PIDLOCK_EXPORT int pidlock_acquire(struct pidlock *lock, int timeout_ms)
 	r = acquire_loop(lock, timeout_ms, &w, &fd);
 	drop_kept(&w, &fd);
 	watch_close(&w);
+	if (r == 0 && !lock->swept) {
+		sweep_leftovers(lock);
+		lock->swept = true;
+	}
 	return r;
 }

@@ -44,15 +44,25 @@ static const char *kinds_text(unsigned int kinds)
 	return kinds == PIDLOCK_KIND_FLOCK ? "flock" : "ofd";
 }
 
+static char *put_marker(char *p, unsigned int kinds, bool keep)
+{
+	p = put_str(p, "lock=");
+	p = put_str(p, kinds_text(kinds));
+	*p++ = '\n';
+	if (keep)
+		p = put_str(p, "keep=1\n");
+	return p;
+}
+
 size_t content_format(char *buf, size_t size, pid_t pid, int64_t now,
-		      const char *tag, unsigned int kinds, bool plain_pid)
+		      const char *tag, unsigned int kinds, unsigned int opts)
 {
 	char *p = buf;
 
 	/* Worst case: 2 pids, a timestamp, a full tag, keys: fits the buffer. */
 	if (size < CONTENT_BUF_MAX)
 		return 0;
-	if (plain_pid) {
+	if (opts & FMT_PLAIN_PID) {
 		p = put_u64(p, (uint64_t)pid);
 		*p++ = '\n';
 	}
@@ -66,8 +76,25 @@ size_t content_format(char *buf, size_t size, pid_t pid, int64_t now,
 		p = put_str(p, tag);
 		*p++ = '\n';
 	}
-	p = put_str(p, "lock=");
-	p = put_str(p, kinds_text(kinds));
+	p = put_marker(p, kinds, opts & FMT_KEEP);
+	return (size_t)(p - buf);
+}
+
+/*
+ * What a kept file says between holders: no pid (pkill -F and systemd
+ * must not act on a process that no longer holds it), our marker so the
+ * next holder takes it at once, keep=1 so it keeps the inode too.
+ */
+size_t content_format_released(char *buf, size_t size, int64_t now,
+				unsigned int kinds)
+{
+	char *p = buf;
+
+	if (size < CONTENT_BUF_MAX)
+		return 0;
+	p = put_marker(p, kinds, true);
+	p = put_str(p, "released=");
+	p = put_u64(p, (uint64_t)(now < 0 ? 0 : now));
 	*p++ = '\n';
 	return (size_t)(p - buf);
 }
@@ -168,6 +195,10 @@ static void parse_line(const char *s, const char *end, bool first, bool cut,
 		clean_tag(c->tag, sizeof(c->tag), eq + 1, (size_t)(end - eq - 1));
 	} else if (token_is(s, eq, "lock")) {
 		c->marker = parse_kinds(eq + 1, end);
+	} else if (token_is(s, eq, "keep")) {
+		c->keep = token_is(eq + 1, end, "1");
+	} else if (token_is(s, eq, "released")) {
+		c->released = true;
 	}
 }
 
@@ -197,11 +228,159 @@ void content_parse(const char *data, size_t len, struct content *c)
 	}
 	if (!c->has_timestamp)
 		c->timestamp = 0;
+	c->empty = first;
 }
 
 bool content_is_spec(const struct content *c)
 {
 	return c->pid > 0 && c->has_timestamp;
+}
+
+/*
+ * Which files a locker could have left, so that we may take them over:
+ * see doc/protocol.md, "Lock-file content".  Anything else is a user's
+ * data and is never written, truncated or unlinked.
+ */
+enum { KEY_NONE, KEY_NUM, KEY_TEXT };
+
+static int known_key(const char *s, const char *end)
+{
+	static const char *const num[] = { "pid", "timestamp", "released" };
+	static const char *const text[] = { "tag", "lock", "keep" };
+
+	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
+		if (token_is(s, end, num[i]))
+			return KEY_NUM;
+	for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++)
+		if (token_is(s, end, text[i]))
+			return KEY_TEXT;
+	return KEY_NONE;
+}
+
+static bool all_digits(const char *s, const char *end)
+{
+	for (; s < end; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/* Lower-case identifiers only: an .env file (FOO=bar) is not a record. */
+static bool key_shaped(const char *s, const char *end)
+{
+	if (s == end || end - s > 32 || *s < 'a' || *s > 'z')
+		return false;
+	for (; s < end; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+		      *s == '_'))
+			return false;
+	return true;
+}
+
+/* Is [s, end) a prefix of "word"?  What a writer cut short may show. */
+static bool prefix_of(const char *s, const char *end, const char *word)
+{
+	size_t n = (size_t)(end - s);
+
+	return n <= strlen(word) && memcmp(s, word, n) == 0;
+}
+
+static bool cut_key_prefix(const char *s, const char *end, bool first)
+{
+	static const char *const keys[] = { "pid", "timestamp", "released",
+					    "tag", "lock", "keep" };
+
+	/* A spec writer, and we, write pid= first. */
+	if (first)
+		return prefix_of(s, end, "pid");
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (prefix_of(s, end, keys[i]))
+			return true;
+	return false;
+}
+
+struct grammar {
+	bool first;		/* no line seen yet */
+	bool has_anchor;	/* a pid= or lock= line */
+	bool has_unknown;	/* a key this version does not write */
+};
+
+/* One trimmed, non-empty line; `cut`: the file ends inside it. */
+static bool line_ok(const char *s, const char *end, bool cut,
+		    struct grammar *g)
+{
+	const char *eq = memchr(s, '=', (size_t)(end - s));
+	int kind;
+
+	if (!eq) {
+		if (g->first && all_digits(s, end) && end - s <= 10)
+			return true;	/* a bare pid, or the start of one */
+		return cut && cut_key_prefix(s, end, g->first);
+	}
+	kind = known_key(s, eq);
+	if (kind == KEY_NONE) {
+		if (g->first || !key_shaped(s, eq))
+			return false;
+		g->has_unknown = true;
+		return true;
+	}
+	if (g->first && !token_is(s, eq, "pid") && !token_is(s, eq, "lock"))
+		return false;
+	if (token_is(s, eq, "pid") || token_is(s, eq, "lock"))
+		g->has_anchor = true;
+	if (kind == KEY_NUM)
+		return all_digits(eq + 1, end) && (cut || eq + 1 < end) &&
+		       end - eq - 1 <= 20;
+	return true;
+}
+
+/* Control characters other than white space are not text anybody's
+ * record holds; they are what binary files are made of.  Bytes above
+ * 0x7F are let through: a peer's tag need not be valid UTF-8. */
+static bool text_ok(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if ((ch < 0x20 && ch != '\n' && !is_space(s[i])) || ch == 0x7F)
+			return false;
+	}
+	return true;
+}
+
+bool content_is_lock_file(const char *data, size_t len, int64_t size)
+{
+	struct grammar g = { .first = true };
+	const char *p = data, *end = data + len;
+
+	if (size > PIDLOCK_CONTENT_MAX || len > PIDLOCK_CONTENT_MAX)
+		return false;
+	/* A crash can leave a write's blocks allocated but never filled
+	 * (zeros at the end, or nothing but zeros): a torn record. */
+	while (end > data && end[-1] == '\0')
+		end--;
+	/* As content_parse(): a reference reader trims a BOM. */
+	if (end - p >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+		p += 3;
+	len = (size_t)(end - p);
+	if (!text_ok(p, len))
+		return false;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *s = p, *le = nl ? nl : end;
+
+		while (s < le && is_space(*s))
+			s++;
+		while (le > s && is_space(le[-1]))
+			le--;
+		if (s < le) {
+			if (!line_ok(s, le, !nl, &g))
+				return false;
+			g.first = false;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return !g.has_unknown || g.has_anchor;
 }
 
 /* Length of the valid UTF-8 sequence at s, or 0 if it is not one. */

@@ -1,9 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Acquire steps 1 and 2: write and lock the record on a file nobody can
- * see yet, then publish it at the path with a link that fails if the
- * name exists.  A spec-only reader therefore never sees our file empty
- * or half written, and the file is locked before it has a name.
+ * Acquire steps 1 and 2: write and lock the record on a file nobody uses
+ * yet, then publish it at the path in one step that fails if the name
+ * exists.  A spec-only reader therefore never sees our file empty or
+ * half written, and the file is locked before it has the lock's name.
+ *
+ * Three ways to publish, best first; a handle steps down the first time
+ * the file system refuses one:
+ *  - a named temp file renamed with RENAME_NOREPLACE: the descriptor's
+ *    path follows the rename, so lslocks and /proc/PID/fd show the
+ *    lock's real path, and the file never has a second name;
+ *  - an O_TMPFILE linked with linkat(2): no second name either, but the
+ *    descriptor shows "/dir/#ino (deleted)";
+ *  - a named temp file, link(2) then unlink(2): for a moment the file
+ *    has two names (see existing.c for how that moment is told apart
+ *    from a planted hard link).
  */
 #include "config.h"
 
@@ -12,15 +23,26 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
 
-enum { LINK_EMPTY_PATH = 0, LINK_PROC, LINK_NAMED };
+enum { PUB_RENAME = 0, PUB_TMPFILE, PUB_TMPFILE_PROC, PUB_LINK };
 
 #define OPEN_FLAGS (O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY)
 
 static unsigned int tmp_counter;
+
+static int rename_noreplace(const char *from, const char *to)
+{
+#ifdef HAVE_RENAMEAT2
+	return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+#else
+	return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to,
+			    1U /* RENAME_NOREPLACE */);
+#endif
+}
 
 /* The path opened is the directory, which may be reached through a
  * symlink (/var/run -> /run): O_NOFOLLOW would refuse it with ENOTDIR. */
@@ -33,7 +55,7 @@ static int open_unnamed(struct pidlock *lock)
 		return fd;
 	/* No O_TMPFILE on this file system (or kernel): use a named file. */
 	if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) {
-		lock->link_mode = LINK_NAMED;
+		lock->link_mode = PUB_LINK;
 		return -EAGAIN;
 	}
 	return -errno;
@@ -41,8 +63,8 @@ static int open_unnamed(struct pidlock *lock)
 
 /*
  * The name starts with TMP_PREFIX (never "<basename>.*.tmp", which a
- * spec peer's cleanup deletes) and is found again by that prefix and
- * its inode if we crash between link() and unlink(); see existing.c.
+ * spec peer's cleanup deletes) and carries our pid, so that a later
+ * acquirer can remove it if we die before publishing (leftover.c).
  */
 static int open_named(struct pidlock *lock, char *name, size_t size)
 {
@@ -104,7 +126,7 @@ static int publish_unnamed(struct pidlock *lock, int fd)
 {
 	int r;
 
-	if (lock->link_mode == LINK_PROC)
+	if (lock->link_mode == PUB_TMPFILE_PROC)
 		return publish_proc(lock, fd);
 	if (linkat(fd, "", AT_FDCWD, lock->path, AT_EMPTY_PATH) == 0)
 		return 0;
@@ -112,23 +134,20 @@ static int publish_unnamed(struct pidlock *lock, int fd)
 		return -errno;
 	r = publish_proc(lock, fd);
 	if (r == 0 || r == -EEXIST)
-		lock->link_mode = LINK_PROC;
+		lock->link_mode = PUB_TMPFILE_PROC;
 	else if (r == -ENOENT && access("/proc/self/fd", F_OK) < 0)
-		lock->link_mode = LINK_NAMED;	/* no /proc: retry named */
-	if (r == -ENOENT && lock->link_mode == LINK_NAMED)
+		lock->link_mode = PUB_LINK;	/* no /proc: retry named */
+	if (r == -ENOENT && lock->link_mode == PUB_LINK)
 		return -EAGAIN;
 	return r;
 }
 
-static int publish_named(struct pidlock *lock, const char *tmp)
+static int publish_link(struct pidlock *lock, const char *tmp)
 {
 	int r;
 
-	if (link(tmp, lock->path) < 0) {
-		r = -errno;
-		discard_tmp(tmp);
-		return r;
-	}
+	if (link(tmp, lock->path) < 0)
+		return -errno;
 	r = unlink_tmp(tmp);
 	if (r == 0)
 		return 0;
@@ -138,12 +157,29 @@ static int publish_named(struct pidlock *lock, const char *tmp)
 	return r;
 }
 
+/* EINVAL: this file system has no RENAME_NOREPLACE; ENOSYS: no such
+ * system call.  Step down to O_TMPFILE for this handle. */
+static int publish_rename(struct pidlock *lock, const char *tmp)
+{
+	if (rename_noreplace(tmp, lock->path) == 0)
+		return 0;
+	/* Our temp name is gone: a sweep took it for litter (a pid we
+	 * share with a process in another pid namespace).  Start over. */
+	if (errno == ENOENT)
+		return -EAGAIN;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	lock->link_mode = PUB_TMPFILE;
+	return -EAGAIN;
+}
+
 static int prepare(struct pidlock *lock, int fd)
 {
 	pid_t pid = getpid();
+	bool keep = lock->flags & PIDLOCK_KEEP_FILE;
 	size_t len = content_format(lock->buf, sizeof(lock->buf), pid,
 				    now_sec(), lock->tag, lock->kinds,
-				    lock->flags & PIDLOCK_PLAIN_PID);
+				    record_opts(lock, keep));
 	int r = write_content(fd, lock->buf, len, 0,
 			      !(lock->flags & PIDLOCK_NO_SYNC));
 	unsigned int busy = 0;
@@ -151,7 +187,8 @@ static int prepare(struct pidlock *lock, int fd)
 
 	if (r < 0)
 		return r;
-	/* Nobody can open the file yet, so this cannot be refused. */
+	/* Nobody else follows our protocol on this file yet, so this is
+	 * not refused for contention (a leftover scan backs off from it). */
 	r = klock_take(fd, lock->kinds, false, &busy);
 	if (r < 0)
 		return r == -EWOULDBLOCK ? -EAGAIN : r;
@@ -161,29 +198,53 @@ static int prepare(struct pidlock *lock, int fd)
 	lock->ino = st.st_ino;
 	lock->writer = pid;
 	lock->written = len;
+	lock->keep = keep;
 	return 0;
 }
 
-/* Returns 0 (held), -EEXIST (the path exists), -EAGAIN or -errno. */
-int create_publish(struct pidlock *lock)
+static int create_named(struct pidlock *lock)
 {
 	char tmp[PATH_BUF];
-	bool named = lock->link_mode == LINK_NAMED;
-	int fd = named ? open_named(lock, tmp, sizeof(tmp))
-		       : open_unnamed(lock);
+	int fd = open_named(lock, tmp, sizeof(tmp));
 	int r;
 
 	if (fd < 0)
 		return fd;
 	r = prepare(lock, fd);
-	if (r < 0 && named)
+	if (r == 0)
+		r = lock->link_mode == PUB_RENAME ? publish_rename(lock, tmp)
+						  : publish_link(lock, tmp);
+	if (r < 0) {
 		discard_tmp(tmp);
-	else if (r == 0)
-		r = named ? publish_named(lock, tmp) : publish_unnamed(lock, fd);
+		close_keep_errno(fd);
+		return r;
+	}
+	lock->fd = fd;
+	return 0;
+}
+
+static int create_unnamed(struct pidlock *lock)
+{
+	int fd = open_unnamed(lock);
+	int r;
+
+	if (fd < 0)
+		return fd;
+	r = prepare(lock, fd);
+	if (r == 0)
+		r = publish_unnamed(lock, fd);
 	if (r < 0) {
 		close_keep_errno(fd);
 		return r;
 	}
 	lock->fd = fd;
 	return 0;
+}
+
+/* Returns 0 (held), -EEXIST (the path exists), -EAGAIN or -errno. */
+int create_publish(struct pidlock *lock)
+{
+	if (lock->link_mode == PUB_RENAME || lock->link_mode == PUB_LINK)
+		return create_named(lock);
+	return create_unnamed(lock);
 }

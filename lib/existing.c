@@ -167,15 +167,27 @@ static bool spec_is_stale(const struct pidlock *lock, const struct content *c)
 	return age > (int64_t)lock->stale_sec && !pid_alive(c->pid);
 }
 
-static int read_record(int fd, struct content *c)
+/*
+ * Parse the record, or refuse a file that no locker could have left:
+ * its bytes are a user's, and must stay as they are.
+ */
+static int read_record(int fd, const struct stat *st, struct content *c,
+		       bool *lock_file)
 {
 	char buf[CONTENT_READ_MAX];
 	ssize_t n = read_bounded(fd, buf, sizeof(buf));
 
 	if (n < 0)
 		return (int)n;
+	*lock_file = content_is_lock_file(buf, (size_t)n, (int64_t)st->st_size);
 	content_parse(buf, (size_t)n, c);
 	return 0;
+}
+
+/* Rule C: no marker and no complete spec record. */
+static bool incomplete(const struct content *c)
+{
+	return !c->marker && !content_is_spec(c);
 }
 
 /*
@@ -191,6 +203,7 @@ static int wait_for_writer(struct pidlock *lock, int fd,
 {
 	int64_t left = grace_left_ms(st, lock->grace_ms);
 	int64_t until = now_ms() + left;
+	bool lock_file;
 	struct watch w;
 	int r = 0;
 
@@ -202,8 +215,16 @@ static int wait_for_writer(struct pidlock *lock, int fd,
 	watch_init(&w, NULL);
 	watch_file(&w, lock->path, WATCH_WRITES);
 	for (;;) {
-		r = read_record(fd, c);
-		if (r < 0 || c->marker || content_is_spec(c))
+		struct stat now;
+
+		if (fstat(fd, &now) < 0) {
+			r = -errno;
+			break;
+		}
+		r = read_record(fd, &now, c, &lock_file);
+		if (r == 0 && !lock_file)
+			r = -EBADMSG;
+		if (r < 0 || !incomplete(c))
 			break;
 		left = until - now_ms();
 		if (left <= 0) {
@@ -218,12 +239,30 @@ static int wait_for_writer(struct pidlock *lock, int fd,
 	return r;
 }
 
-static int takeover(struct pidlock *lock, int fd, const struct stat *st)
+/*
+ * Keep the inode for good if the file is what a locker that does not
+ * check it leaves: an empty file (flock(1), with-lock-ex, Perl and
+ * Python flock users).  Such a peer may be blocked on this inode, and
+ * would hold an orphan if we unlinked it.  Our own record passes the
+ * choice on.  A bare pid (a pidfile; libbsd and liblockfile, which never
+ * wait on an inode) and a spec-only peer's file may go, as their
+ * writers expect: absent means free.
+ */
+static bool must_keep(const struct pidlock *lock, const struct content *c)
+{
+	if (lock->flags & PIDLOCK_KEEP_FILE)
+		return true;
+	return c->marker ? c->keep : c->empty;
+}
+
+static int takeover(struct pidlock *lock, int fd, const struct stat *st,
+		    const struct content *c)
 {
 	pid_t pid = getpid();
+	bool keep = must_keep(lock, c);
 	size_t len = content_format(lock->buf, sizeof(lock->buf), pid,
 				    now_sec(), lock->tag, lock->kinds,
-				    lock->flags & PIDLOCK_PLAIN_PID);
+				    record_opts(lock, keep));
 	int r = write_content(fd, lock->buf, len, (size_t)st->st_size,
 			      !(lock->flags & PIDLOCK_NO_SYNC));
 
@@ -234,25 +273,51 @@ static int takeover(struct pidlock *lock, int fd, const struct stat *st)
 	lock->ino = st->st_ino;
 	lock->writer = pid;
 	lock->written = len;
+	lock->keep = keep;
+	/* Its holder crashed: it may have left a temp file too. */
+	if (c->marker && !c->released)
+		lock->swept = false;
 	return TRY_HELD_BY_US;
+}
+
+/* Rule A's test: a locker of a kind we did not take (another flag set,
+ * or the other peer family) may still hold the file. */
+static int others_hold(struct pidlock *lock, int fd, const struct content *c,
+		       const struct stat *st)
+{
+	unsigned int others = KINDS_ALL & ~lock->kinds, busy = 0;
+	int r;
+
+	if (!others)
+		return 0;
+	r = klock_test(fd, others, &busy);
+	if (r < 0)
+		return r;
+	if (!busy)
+		return 0;
+	note_holder(lock, PIDLOCK_STATE_HELD, busy, c, st);
+	return TRY_BUSY;
 }
 
 /* We hold our kernel locks on the file at the path: whose is it? */
 static int decide(struct pidlock *lock, int fd, struct stat *st,
 		  int64_t deadline)
 {
-	unsigned int others = KINDS_ALL & ~lock->kinds, busy = 0;
+	bool lock_file = false;
 	struct content c;
-	int r = read_record(fd, &c);
+	int r = read_record(fd, st, &c, &lock_file);
 
+	/* A planted hard link is named as such, whatever it holds. */
 	if (r == 0 && st->st_nlink != 1)
 		r = repair_links(lock, fd, &c, st);
+	if (r == 0 && !lock_file)
+		r = -EBADMSG;
 	/* Rule C: incomplete content waits out the grace, then is ours. */
-	if (r == 0 && !c.marker && !content_is_spec(&c))
+	if (r == 0 && incomplete(&c))
 		r = wait_for_writer(lock, fd, st, &c, deadline);
 	if (r < 0)
 		return r;
-	if (r > 0 && !c.marker && !content_is_spec(&c)) {
+	if (r > 0 && incomplete(&c)) {
 		/* Maybe a spec-only writer: busy until the grace is over. */
 		note_holder(lock, PIDLOCK_STATE_HELD_SPEC, 0, &c, st);
 		return TRY_BUSY;
@@ -263,23 +328,16 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 		note_holder(lock, PIDLOCK_STATE_HELD_SPEC, 0, &c, st);
 		return TRY_BUSY;
 	}
-	/* Rule A, and any takeover: a locker of the kind we did not take
-	 * (another flag set, or the other peer family) may still hold it. */
-	if (others) {
-		r = klock_test(fd, others, &busy);
-		if (r < 0)
-			return r;
-		if (busy) {
-			note_holder(lock, PIDLOCK_STATE_HELD, busy, &c, st);
-			return TRY_BUSY;
-		}
-		/* Its holder may have unlinked the file and let go after our
-		 * inode check: only now is the check final. */
-		r = same_inode(lock->path, fd, st);
-		if (r != 0)
-			return r < 0 ? r : TRY_AGAIN;
-	}
-	return takeover(lock, fd, st);
+	r = others_hold(lock, fd, &c, st);
+	if (r != 0)
+		return r;
+	/* The final inode check, whatever the kinds: the grace wait and the
+	 * test above take time, and a spec-only peer (no kernel lock) or a
+	 * holder of another kind may have replaced the file meanwhile. */
+	r = same_inode(lock->path, fd, st);
+	if (r != 0)
+		return r < 0 ? r : TRY_AGAIN;
+	return takeover(lock, fd, st, &c);
 }
 
 static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,

@@ -38,6 +38,16 @@ int check_path(const char *path)
 	return 0;
 }
 
+/* How this handle's records are written. */
+unsigned int record_opts(const struct pidlock *lock, bool keep)
+{
+	unsigned int opts = keep ? FMT_KEEP : 0;
+
+	if (lock->flags & PIDLOCK_PLAIN_PID)
+		opts |= FMT_PLAIN_PID;
+	return opts;
+}
+
 /* The directory part of path: "." for a bare name, "/" at the root. */
 char *dir_of(const char *path)
 {

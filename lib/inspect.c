@@ -39,8 +39,10 @@ static enum pidlock_state classify(unsigned int kernel,
 {
 	if (kernel)
 		return PIDLOCK_STATE_HELD;
+	/* Released by its last holder, and kept: nobody holds it. */
 	if (c->marker)
-		return PIDLOCK_STATE_ABANDONED;
+		return c->released ? PIDLOCK_STATE_FREE
+				   : PIDLOCK_STATE_ABANDONED;
 	if (content_is_spec(c)) {
 		if (now_sec() - c->timestamp > (int64_t)stale_sec &&
 		    !pid_alive(c->pid))
@@ -50,7 +52,9 @@ static enum pidlock_state classify(unsigned int kernel,
 	/* Possibly a spec-only writer between create and write. */
 	if (grace_left_ms(st, PIDLOCK_DEFAULT_GRACE_MS) > 0)
 		return PIDLOCK_STATE_HELD_SPEC;
-	return PIDLOCK_STATE_ABANDONED;
+	/* flock(1) and with-lock-ex leave an empty file when they finish;
+	 * what else is incomplete had a writer that did not. */
+	return c->empty ? PIDLOCK_STATE_FREE : PIDLOCK_STATE_ABANDONED;
 }
 
 /* No file is "free" only if the directory exists to hold one. */
@@ -67,16 +71,30 @@ static int free_or_missing_dir(const char *path)
 	return r;
 }
 
-/* /proc/locks sees flock and OFD holders; without /proc, ask F_OFD_GETLK
- * (flock then stays unknown: testing it would mean taking it). */
+/*
+ * The kernel's own answer first: F_OFD_GETLK sees OFD and POSIX locks
+ * on the file itself, whatever its device numbers.  /proc/locks adds
+ * flock holders and who holds what.  Where it cannot place the file
+ * (unreadable, or btrfs's devices), a flock probe decides.
+ */
 static unsigned int kernel_locks(int fd, const struct stat *st, pid_t *kpid)
 {
-	int k = klock_proc(st->st_dev, st->st_ino, kpid);
+	bool elsewhere = false;
+	unsigned int k = 0;
+	int r;
 
-	if (k >= 0 || fd < 0)
-		return k >= 0 ? (unsigned int)k : 0;
-	k = klock_query_ofd(fd, kpid);
-	return k > 0 ? (unsigned int)k : 0;
+	if (fd >= 0) {
+		r = klock_query_ofd(fd, kpid);
+		if (r > 0)
+			k |= (unsigned int)r;
+	}
+	r = klock_proc(st->st_dev, st->st_ino, kpid, &elsewhere);
+	if (r > 0)
+		k |= (unsigned int)r;
+	if (fd >= 0 && !(k & PIDLOCK_KIND_FLOCK) && (r < 0 || elsewhere) &&
+	    klock_probe_flock(fd) > 0)
+		k |= PIDLOCK_KIND_FLOCK;
+	return k;
 }
 
 static int unreadable(struct pidlock_info *info, const struct stat *st,
@@ -98,6 +116,7 @@ PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
 				   unsigned int stale_sec)
 {
 	char buf[CONTENT_READ_MAX];
+	enum pidlock_state state;
 	struct content c;
 	struct stat st;
 	pid_t kpid = 0;
@@ -135,7 +154,12 @@ PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
 	k = kernel_locks(fd, &st, &kpid);
 	close_keep_errno(fd);
 	content_parse(buf, (size_t)n, &c);
-	fill_info(info, classify(k, &c, &st, stale_sec ? stale_sec : PIDLOCK_DEFAULT_STALE_SEC), k, &c, &st);
+	if (!content_is_lock_file(buf, (size_t)n, (int64_t)st.st_size))
+		state = PIDLOCK_STATE_NOT_LOCK_FILE;
+	else
+		state = classify(k, &c, &st, stale_sec ? stale_sec
+						: PIDLOCK_DEFAULT_STALE_SEC);
+	fill_info(info, state, k, &c, &st);
 	info->kernel_pid = kpid;
 	return 0;
 }
@@ -154,7 +178,7 @@ PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,
 	if (!info->kernel_locks)
 		return 0;
 	/* Only now pay for /proc/locks: the kernel's word on who holds it. */
-	k = klock_proc(lock->holder_dev, lock->holder_ino, &kpid);
+	k = klock_proc(lock->holder_dev, lock->holder_ino, &kpid, NULL);
 	if (k > 0)
 		info->kernel_pid = kpid;
 	return 0;

@@ -18,8 +18,6 @@
 #define CONTENT_READ_MAX 4096
 /* Room for our own record: plain pid, pid, timestamp, tag, marker. */
 #define CONTENT_BUF_MAX (PIDLOCK_TAG_MAX + 128)
-/* Pad a rewrite to the old length only up to this size. */
-#define CONTENT_PAD_MAX 65536
 /* Upper bound of pidlock_set_grace(). */
 #define PIDLOCK_GRACE_MAX_MS 10000U
 /* While waiting out the grace period without inotify, look this often. */
@@ -45,8 +43,10 @@ struct pidlock {
 	ino_t ino;
 	pid_t writer;		/* pid this handle last wrote into the file */
 	size_t written;		/* bytes of content last written */
+	bool keep;		/* release leaves the inode at the path */
 	int link_mode;		/* how to publish a temp file, see create.c */
 	bool dir_checked;
+	bool swept;		/* leftover temp files swept once */
 	bool have_holder;
 	dev_t holder_dev;	/* file of the holder found by the last try */
 	ino_t holder_ino;
@@ -62,6 +62,9 @@ struct content {
 	bool has_timestamp;
 	int64_t timestamp;
 	unsigned int marker;	/* PIDLOCK_KIND_* named by lock=, 0 if none */
+	bool keep;		/* keep=1: the inode stays at the path for good */
+	bool released;		/* released=: its last holder let it go */
+	bool empty;		/* nothing but white space */
 	char tag[PIDLOCK_TAG_MAX + 1];
 };
 
@@ -70,6 +73,7 @@ struct watch {
 	int dir_wd;
 	int file_wd;
 	ino_t ino;
+	bool file_failed;	/* inotify_add_watch refused: sleep instead */
 };
 
 #define WATCH_NAMES (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
@@ -80,9 +84,14 @@ struct watch {
 enum try_result { TRY_HELD_BY_US = 1, TRY_BUSY, TRY_AGAIN };
 
 /* content.c */
+#define FMT_PLAIN_PID 1U
+#define FMT_KEEP 2U
 size_t content_format(char *buf, size_t size, pid_t pid, int64_t now,
-		      const char *tag, unsigned int kinds, bool plain_pid);
+		      const char *tag, unsigned int kinds, unsigned int opts);
+size_t content_format_released(char *buf, size_t size, int64_t now,
+			       unsigned int kinds);
 void content_parse(const char *data, size_t len, struct content *c);
+bool content_is_lock_file(const char *data, size_t len, int64_t size);
 bool content_is_spec(const struct content *c);
 void clean_tag(char *dst, size_t size, const char *src, size_t len);
 
@@ -90,7 +99,9 @@ void clean_tag(char *dst, size_t size, const char *src, size_t len);
 int klock_take(int fd, unsigned int kinds, bool wait, unsigned int *busy);
 int klock_test(int fd, unsigned int kinds, unsigned int *held);
 int klock_query_ofd(int fd, pid_t *pid);
-int klock_proc(dev_t dev, ino_t ino, pid_t *pid);
+int klock_proc(dev_t dev, ino_t ino, pid_t *pid, bool *elsewhere);
+int klock_probe_flock(int fd);
+int klock_drop(int fd, unsigned int kinds);
 
 /* io.c */
 ssize_t read_bounded(int fd, char *buf, size_t size);
@@ -103,6 +114,7 @@ bool pid_alive(pid_t pid);
 void close_keep_errno(int fd);
 
 /* handle.c */
+unsigned int record_opts(const struct pidlock *lock, bool keep);
 int check_path(const char *path);
 char *dir_of(const char *path);
 
@@ -113,6 +125,9 @@ int create_publish(struct pidlock *lock);
 int check_type(mode_t mode);
 int same_inode(const char *path, int fd, struct stat *st);
 int try_existing(struct pidlock *lock, int64_t deadline, int *fdp);
+
+/* leftover.c */
+void sweep_leftovers(const struct pidlock *lock);
 
 /* inspect.c */
 void fill_info(struct pidlock_info *info, enum pidlock_state state,

@@ -42,32 +42,26 @@ static int pwrite_all(int fd, const char *buf, size_t len)
  * Replace the content in place without a reader ever seeing a shorter
  * or torn record: one write of the new record padded with newlines
  * (ignored by spec parsers) to the old length, so no byte of the old
- * record survives behind it.  Only a file longer than CONTENT_PAD_MAX
- * (never one of ours) is cut with ftruncate afterwards.
+ * record survives behind it.  Nothing is ever cut: a file longer than a
+ * lock file can be is somebody's data, and was refused before this.
  */
 int write_content(int fd, const char *buf, size_t len, size_t old_len,
 		  bool sync)
 {
-	size_t total = old_len > CONTENT_PAD_MAX ? len : old_len;
-	char *padded = NULL;
+	char padded[PIDLOCK_CONTENT_MAX];
 	int r;
 
-	if (total > len) {
-		padded = malloc(total);
-		if (!padded)
-			return -ENOMEM;
+	if (old_len > sizeof(padded))
+		return -EBADMSG;
+	if (old_len > len) {
 		memcpy(padded, buf, len);
-		memset(padded + len, '\n', total - len);
+		memset(padded + len, '\n', old_len - len);
 		buf = padded;
-	} else {
-		total = len;
+		len = old_len;
 	}
-	r = pwrite_all(fd, buf, total);
-	free(padded);
+	r = pwrite_all(fd, buf, len);
 	if (r < 0)
 		return r;
-	if (old_len > total && ftruncate(fd, (off_t)total) < 0)
-		return -errno;
 	if (sync && fdatasync(fd) < 0)
 		return -errno;
 	return 0;

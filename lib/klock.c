@@ -86,6 +86,26 @@ int klock_test(int fd, unsigned int kinds, unsigned int *held)
 	return 0;
 }
 
+/*
+ * Let go of the locks while the descriptor stays open.  A process
+ * forked during the hold shares the open file description, and with it
+ * the locks: without this, a worker that merely inherited the
+ * descriptor would keep every waiter out until it exits.
+ */
+int klock_drop(int fd, unsigned int kinds)
+{
+	struct flock fl;
+
+	if ((kinds & PIDLOCK_KIND_FLOCK) && flock(fd, LOCK_UN) < 0)
+		return -errno;
+	if (!(kinds & PIDLOCK_KIND_OFD))
+		return 0;
+	whole_file(&fl, F_UNLCK);
+	if (fcntl(fd, F_OFD_SETLK, &fl) < 0)
+		return -errno;
+	return 0;
+}
+
 /* Query the OFD/POSIX lock only; works on a read-only descriptor. */
 int klock_query_ofd(int fd, pid_t *pid)
 {
@@ -103,12 +123,15 @@ int klock_query_ofd(int fd, pid_t *pid)
 
 /*
  * Kernel locks on dev/ino as /proc/locks lists them, without taking
- * any: the only way to see a flock(2) holder from outside.  Lines look
+ * any: the only way to name a flock(2) holder from outside.  Lines look
  * like "3: FLOCK  ADVISORY  WRITE 4359 00:1b:2 0 EOF"; waiters carry
  * "->" and are skipped.  Returns the PIDLOCK_KIND_* bits, or -errno if
- * /proc/locks cannot be read.
+ * /proc/locks cannot be read.  *elsewhere is set when a lock is listed
+ * for the same inode number on another device: btrfs lists the file
+ * system's device where stat(2) shows the subvolume's, so such a row
+ * may well be ours.
  */
-int klock_proc(dev_t dev, ino_t ino, pid_t *pid)
+int klock_proc(dev_t dev, ino_t ino, pid_t *pid, bool *elsewhere)
 {
 	char line[256];
 	FILE *f = fopen("/proc/locks", "re");
@@ -125,9 +148,13 @@ int klock_proc(dev_t dev, ino_t ino, pid_t *pid)
 		if (sscanf(line, "%*d: %15s %*s %*s %d %x:%x:%llu", type, &lpid,
 			   &maj, &min, &lino) != 5)
 			continue;
-		if (lino != (unsigned long long)ino || maj != major(dev) ||
-		    min != minor(dev))
+		if (lino != (unsigned long long)ino)
 			continue;
+		if (maj != major(dev) || min != minor(dev)) {
+			if (elsewhere)
+				*elsewhere = true;
+			continue;
+		}
 		if (strcmp(type, "FLOCK") == 0)
 			kinds |= PIDLOCK_KIND_FLOCK;
 		else if (strcmp(type, "OFDLCK") == 0 || strcmp(type, "POSIX") == 0)
@@ -139,4 +166,17 @@ int klock_proc(dev_t dev, ino_t ino, pid_t *pid)
 	}
 	(void)fclose(f);	/* read-only: nothing to flush */
 	return kinds;
+}
+
+/*
+ * Is an exclusive flock held on fd's file?  Asked by taking a shared one
+ * without waiting and dropping it: for that instant an exclusive try by
+ * somebody else would fail, so callers ask only when /proc/locks cannot
+ * answer.  Returns 1, 0, or -errno.
+ */
+int klock_probe_flock(int fd)
+{
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0)
+		return flock(fd, LOCK_UN) < 0 ? -errno : 0;
+	return errno == EWOULDBLOCK ? 1 : -errno;
 }

@@ -29,10 +29,20 @@ PIDLOCK_EXPORT int pidlock_verify(struct pidlock *lock)
 	return check_held(lock);
 }
 
+/* Rewrite the record in place, padded over the old one. */
+static int rewrite(struct pidlock *lock, size_t len)
+{
+	struct stat st;
+
+	if (fstat(lock->fd, &st) < 0)
+		return -errno;
+	return write_content(lock->fd, lock->buf, len, (size_t)st.st_size,
+			     !(lock->flags & PIDLOCK_NO_SYNC));
+}
+
 PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
 {
 	pid_t pid = getpid();
-	struct stat st;
 	size_t len;
 	int r;
 
@@ -41,13 +51,10 @@ PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
 	r = check_held(lock);
 	if (r < 0)
 		return r;
-	if (fstat(lock->fd, &st) < 0)
-		return -errno;
 	len = content_format(lock->buf, sizeof(lock->buf), pid, now_sec(),
 			     lock->tag, lock->kinds,
-			     lock->flags & PIDLOCK_PLAIN_PID);
-	r = write_content(lock->fd, lock->buf, len, (size_t)st.st_size,
-			  !(lock->flags & PIDLOCK_NO_SYNC));
+			     record_opts(lock, lock->keep));
+	r = rewrite(lock, len);
 	if (r < 0)
 		return r;
 	lock->writer = pid;
@@ -61,6 +68,7 @@ static void forget(struct pidlock *lock)
 	lock->dev = 0;
 	lock->ino = 0;
 	lock->writer = 0;
+	lock->keep = false;
 }
 
 PIDLOCK_EXPORT int pidlock_close(struct pidlock *lock)
@@ -94,9 +102,34 @@ static bool file_names_us(const struct pidlock *lock)
 	return c.pid == getpid();
 }
 
-/* Unlink first, close second: the deletion falsifies "held" while we
+/* The inode stays: say so in it, with no pid that could be misread. */
+static int mark_released(struct pidlock *lock)
+{
+	size_t len = content_format_released(lock->buf, sizeof(lock->buf),
+					     now_sec(), lock->kinds);
+
+	return rewrite(lock, len);
+}
+
+/*
+ * The owner's release: unlink (or mark a kept file released) while we
  * still hold the kernel locks, so nobody can see a free lock with a
- * stale file of ours at the path. */
+ * stale record of ours at the path; then drop the locks for every
+ * process that shares the description, and close.
+ */
+static int let_go(struct pidlock *lock)
+{
+	int r;
+
+	if (lock->keep || (lock->flags & PIDLOCK_KEEP_FILE))
+		r = mark_released(lock);
+	else
+		r = unlink(lock->path) < 0 ? -errno : 0;
+	if (r < 0)
+		return r;
+	return klock_drop(lock->fd, lock->kinds);
+}
+
 PIDLOCK_EXPORT int pidlock_release(struct pidlock *lock)
 {
 	int r;
@@ -104,11 +137,10 @@ PIDLOCK_EXPORT int pidlock_release(struct pidlock *lock)
 	if (!lock)
 		return -EINVAL;
 	r = check_held(lock);
-	if (r == 0 && !(lock->flags & PIDLOCK_KEEP_FILE) &&
-	    file_names_us(lock) && unlink(lock->path) < 0)
-		r = -errno;
 	if (r == -ENOLCK)
 		return r;
+	if (r == 0 && file_names_us(lock))
+		r = let_go(lock);
 	if (close(lock->fd) < 0 && errno != EINTR && r == 0)
 		r = -errno;
 	forget(lock);

@@ -22,6 +22,7 @@ void watch_init(struct watch *w, const char *dir)
 	w->file_wd = -1;
 	w->dir_wd = -1;
 	w->ino = 0;
+	w->file_failed = false;
 	w->ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	if (w->ifd < 0 || !dir)
 		return;

@@ -456,10 +456,10 @@ START_TEST(test_hard_link_plain_file)
 	hu_set_mtime(b, hu_now() - 60);
 	/* Opened and read (a marker would allow a repair), not written. */
 	expect_refusal_in(b, -EMLINK, 0, NULL, true);
-	/* inspect only reads: it reports the content, which has no
-	 * record (so, no holder), and leaves the refusal to acquire. */
+	/* inspect only reads: it reports the content, which is nobody's
+	 * lock record, and leaves the refusal to acquire. */
 	ck_assert_int_eq(pidlock_inspect(b, &info, 0), 0);
-	ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_NOT_LOCK_FILE);
 }
 END_TEST
 

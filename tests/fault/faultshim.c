@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,8 +35,9 @@ static struct {
 	int calls;		/* calls of fn since armed */
 	int hit;		/* faults injected */
 	int notmpfile;		/* -1: read the environment first */
+	int norename;		/* -1: read the environment first */
 	char path[4096];	/* path argument of the failed call, if any */
-} st = { .notmpfile = -1 };
+} st = { .notmpfile = -1, .norename = -1 };
 
 EXPORT void fault_arm(enum fault_fn fn, int nth, int err)
 {
@@ -90,6 +92,21 @@ static bool notmpfile(void)
 EXPORT void fault_notmpfile(int on)
 {
 	st.notmpfile = on;
+}
+
+static bool norename(void)
+{
+	if (st.norename < 0) {
+		const char *e = getenv("FAULT_NORENAME");
+
+		st.norename = e && e[0] == '1';
+	}
+	return st.norename;
+}
+
+EXPORT void fault_norename(int on)
+{
+	st.norename = on;
 }
 
 static void *real(const char *name)
@@ -277,6 +294,24 @@ EXPORT int linkat(int ofd, const char *old, int nfd, const char *new, int fl)
 		return -1;
 	}
 	return real_linkat(ofd, old, nfd, new, fl);
+}
+
+EXPORT int renameat2(int ofd, const char *old, int nfd, const char *new,
+		     unsigned int fl)
+{
+	REAL(int, renameat2, (int, const char *, int, const char *,
+			      unsigned int));
+
+	if (norename() && (fl & RENAME_NOREPLACE)) {
+		note("renameat2 refused\n");
+		errno = EINVAL;
+		return -1;
+	}
+	if (inject(FAULT_RENAMEAT2, NULL)) {
+		note_path(new);
+		return -1;
+	}
+	return real_renameat2(ofd, old, nfd, new, fl);
 }
 
 EXPORT int link(const char *old, const char *new)

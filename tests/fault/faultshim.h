@@ -13,6 +13,7 @@ enum fault_fn {
 	FAULT_LINKAT,
 	FAULT_LINK,
 	FAULT_UNLINK,		/* unlink, unlinkat */
+	FAULT_RENAMEAT2,
 	FAULT_NFNS
 };
 
@@ -26,5 +27,8 @@ int fault_hits(void);
 /* The path the failed call named (unlink, link, linkat, open), or "". */
 const char *fault_path(void);
 void fault_notmpfile(int on);
+/* Refuse renameat2(RENAME_NOREPLACE) with EINVAL, as a file system
+ * without it does; also FAULT_NORENAME=1 in the environment. */
+void fault_norename(int on);
 
 #endif

@@ -17,6 +17,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,23 +306,34 @@ END_TEST
 START_TEST(test_refresh) { sweep_op(OP_REFRESH); }
 END_TEST
 
-/* The named temp file path really runs when O_TMPFILE is refused: a
- * held lock then shows no temp name, and one was made on the way. */
-START_TEST(test_named_path_runs)
+/* Each way to publish really runs where the ones before it are
+ * refused: a held lock then shows no temp name, and the call ran once. */
+static void publish_runs(enum fault_fn fn, bool no_rename, bool no_tmpfile,
+			 const char *what)
 {
 	struct pidlock *lock;
 
 	fresh_dir();
-	fault_notmpfile(1);
-	fault_arm(FAULT_LINK, 1000, EIO);
+	fault_norename(no_rename);
+	fault_notmpfile(no_tmpfile);
+	fault_arm(fn, 1000, EIO);
 	ck_assert_int_eq(pidlock_new(&lock, path, 0), 0);
 	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
-	ck_assert_msg(fault_calls() == 1, "link(2) ran %d times", fault_calls());
+	ck_assert_msg(fault_calls() == 1, "%s ran %d times", what,
+		      fault_calls());
 	ck_assert_int_eq(temp_files(), 0);
 	ck_assert_int_eq(pidlock_release(lock), 0);
 	fault_disarm();
 	pidlock_free(lock);
 	fault_notmpfile(0);
+	fault_norename(0);
+}
+
+START_TEST(test_named_path_runs)
+{
+	publish_runs(FAULT_RENAMEAT2, false, false, "renameat2(2)");
+	publish_runs(FAULT_LINKAT, true, false, "linkat(2)");
+	publish_runs(FAULT_LINK, true, true, "link(2)");
 }
 END_TEST
 

@@ -156,7 +156,7 @@ static void write_file(const uint8_t *data, size_t size, int64_t mtime)
 
 static char *read_file(size_t *len)
 {
-	static char buf[CONTENT_PAD_MAX + 1];
+	static char buf[PIDLOCK_CONTENT_MAX + 2];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
@@ -180,7 +180,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pidlock_info info;
 	struct pidlock *lock;
 	struct content c;
-	bool old_enough, stale, take;
+	bool old_enough, stale, take, is_lock, keep;
 	int fds, was_alive, r;
 	size_t len;
 	char *back;
@@ -199,10 +199,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* What the rules say, from what the library will read. */
 	content_parse((const char *)data,
 		      size < CONTENT_READ_MAX ? size : CONTENT_READ_MAX, &c);
+	is_lock = content_is_lock_file((const char *)data, size, (int64_t)size);
 	was_alive = alive(c.pid);
 	stale = content_is_spec(&c) && t - c.timestamp > STALE_SEC &&
 		!was_alive;
 	take = c.marker || !content_is_spec(&c) || stale;
+	keep = (flags & PIDLOCK_KEEP_FILE) ||
+	       (c.marker ? c.keep : !c.pid && !c.has_timestamp);
 
 	REQUIRE(pidlock_inspect(path, &info, STALE_SEC) == 0);
 	REQUIRE(info.kernel_locks == 0);
@@ -212,9 +215,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Past mtimes only: a recent or future one keeps incomplete
 	 * content "being written" for inspect's grace period. */
 	old_enough = mtime < t - 1 && mtime >= t - 7200;
+	if (!is_lock) {
+		/* A user's data: reported, refused, and left byte for byte. */
+		REQUIRE(info.state == PIDLOCK_STATE_NOT_LOCK_FILE);
+		REQUIRE(pidlock_new(&lock, path, flags) == 0);
+		REQUIRE(pidlock_acquire(lock, 0) == -EBADMSG);
+		back = read_file(&len);
+		REQUIRE(len == size && memcmp(back, data, size) == 0);
+		pidlock_free(lock);
+		REQUIRE(fd_count() == fds);
+		return 0;
+	}
 	if (old_enough && alive(c.pid) == was_alive) {
-		enum pidlock_state want = c.marker ? PIDLOCK_STATE_ABANDONED
-			: !content_is_spec(&c) ? PIDLOCK_STATE_ABANDONED
+		enum pidlock_state want = c.marker
+			? (c.released ? PIDLOCK_STATE_FREE : PIDLOCK_STATE_ABANDONED)
+			: !content_is_spec(&c)
+			? (c.empty ? PIDLOCK_STATE_FREE : PIDLOCK_STATE_ABANDONED)
 			: stale ? PIDLOCK_STATE_STALE : PIDLOCK_STATE_HELD_SPEC;
 
 		REQUIRE(info.state == want);
@@ -243,18 +259,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	REQUIRE(r == 0);
 	back = read_file(&len);
-	/* Our record, padded to the old length up to CONTENT_PAD_MAX. */
-	if (size <= CONTENT_PAD_MAX)
-		REQUIRE(len == size || (len > size && len < CONTENT_BUF_MAX));
-	else
-		REQUIRE(len < CONTENT_BUF_MAX);
+	/* Our record, padded to the old length; never cut. */
+	REQUIRE(len == size || (len > size && len < CONTENT_BUF_MAX));
 	content_parse(back, len, &c);
 	REQUIRE(c.pid == getpid());
 	REQUIRE(c.marker == kinds);
 	for (size_t i = 0; i < len; i++)
 		REQUIRE(back[i] != '\0' && (unsigned char)back[i] < 0x80);
 	REQUIRE(pidlock_release(lock) == 0);
-	REQUIRE((access(path, F_OK) == 0) == !!(flags & PIDLOCK_KEEP_FILE));
+	REQUIRE((access(path, F_OK) == 0) == keep);
 	pidlock_free(lock);
 	REQUIRE(fd_count() == fds);
 	return 0;

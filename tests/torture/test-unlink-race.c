@@ -74,8 +74,6 @@ int main(void)
 		fprintf(stderr, "pidlock_new: %s\n", strerror(-r));
 		return 1;
 	}
-	/* No waiting for the peer's write: more tries, more races. */
-	pidlock_set_grace(lock, 0);
 	end = time(NULL) + SECONDS;
 	while (time(NULL) < end) {
 		r = pidlock_acquire(lock, 0);

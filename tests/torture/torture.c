@@ -503,8 +503,30 @@ static bool expected_file(const char *name)
 	    strcmp(name, JOURNAL_NAME) == 0 || strcmp(name, COUNTER_NAME) == 0 ||
 	    strcmp(name, SHM_NAME) == 0)
 		return true;
-	return strcmp(name, LOCK_NAME) == 0 &&
-	       (S.o.mix->lib_flags & PIDLOCK_KEEP_FILE);
+	return false;
+}
+
+/*
+ * The lock file may stay after the storm only as a kept file that its
+ * last holder released: once a keep-file holder or an inode-blind peer
+ * (an empty file, a bare pid) has used the path, every later holder
+ * keeps the inode.  Nobody holds it now, so it must read as free.
+ */
+static bool kept_and_free(const char *name)
+{
+	char path[PATH_MAX];
+	struct pidlock_info info;
+	int r;
+
+	if (strcmp(name, LOCK_NAME) != 0)
+		return false;
+	snprintf(path, sizeof(path), "%s/" LOCK_NAME, S.cfg.dir);
+	r = pidlock_inspect(path, &info, 0);
+	if (r == 0 && info.state == PIDLOCK_STATE_FREE)
+		return true;
+	fprintf(stderr, "LEFTOVER: %s is %s after the storm, not free\n",
+		path, r < 0 ? strerror(-r) : pidlock_state_name(info.state));
+	return false;
 }
 
 /* Temp files of a killed acquirer would be litter nobody removes. */
@@ -518,7 +540,7 @@ static void leftover_files(void)
 		die("%s: %m", S.cfg.dir);
 
 	while ((de = readdir(d))) {
-		if (expected_file(de->d_name))
+		if (expected_file(de->d_name) || kept_and_free(de->d_name))
 			continue;
 		/* With O_TMPFILE refused, a kill between creating the named
 		 * temp file and publishing it leaves that file: nobody can
