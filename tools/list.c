@@ -117,6 +117,13 @@ static void print_row(const struct row *r, int width, int swidth)
 	char pid[16] = "-", kinds[32], age[48] = "-";
 	const char *alive = "-";
 
+	if (!r->error && i->state == PIDLOCK_STATE_NOT_LOCK_FILE) {
+		print_clean(stdout, r->name);
+		printf("%*s %-*s %-8s %-5s %-11s %-18s\n",
+		       width - (int)strlen(r->name), "", swidth,
+		       pidlock_state_name(i->state), "-", "-", "-", "-");
+		return;
+	}
 	if (r->error) {
 		print_clean(stdout, r->name);
 		printf("%*s error: %s\n", width - (int)strlen(r->name), "",

@@ -6,6 +6,9 @@
 # the kernel lock now, never a dead pid out of the file.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 99
+# Pid files of the tests' own processes are bare pids, lock files by
+# every reader's rule: they live apart from the listed directory.
+mkdir "$T/pids"
 command -v flock >/dev/null || fail "flock(1) is not installed"
 
 # js KEY: a key of the first lock object of the last status_json
@@ -27,12 +30,16 @@ free_kept() {
 }
 
 # Idle kept files.
+# (A young empty file may still be filled by its spec-only writer: these
+# are aged past that grace period first.)
 flock fl.lock true || fail "flock(1) failed"
 [ -e fl.lock ] && [ ! -s fl.lock ] || fail "flock(1) left no empty file"
+touch -d '1 min ago' fl.lock
 free_kept "flock(1)'s empty file" fl.lock
 "$PIDLOCK" --keep-file kept.lock true || fail "--keep-file run failed"
 free_kept "a --keep-file leftover" kept.lock
 : > touched.lock
+touch -d '1 min ago' touched.lock
 free_kept "a file made with ': >'" touched.lock
 # pidlock takes flock(1)'s file over, and keeps it on release, so that
 # flock(1) users sharing the path stay exclusive.
@@ -53,12 +60,12 @@ pass "--list shows the kept files as free"
 pass "the monitoring example is silent for kept files"
 
 # ...but a crashed holder's file is abandoned, exit 2, and it names that.
-start_bg crash.lock sh -c 'echo $$ > crash.cmdpid; exec sleep 30'
+start_bg crash.lock sh -c 'echo $$ > pids/crash.cmdpid; exec sleep 30'
 crash=$LAST
-wait_until test -s crash.cmdpid
-kill -KILL "$crash" "$(cat crash.cmdpid)"
+wait_until test -s pids/crash.cmdpid
+kill -KILL "$crash" "$(cat pids/crash.cmdpid)"
 wait "$crash" 2>/dev/null
-wait_until gone "$(cat crash.cmdpid)"
+wait_until gone "$(cat pids/crash.cmdpid)"
 expect 2 "a crashed holder's file: exit 2" -- "$PIDLOCK" --status crash.lock
 "$PIDLOCK" --list . | awk '$2 == "abandoned" { print $1 }' > named
 [ "$(cat named)" = crash.lock ] || fail "the monitoring example names: $(cat named)"
@@ -92,12 +99,12 @@ kill -KILL -- "-$fl"
 # descriptor, the holder named is the command.
 for kinds in "flock,fcntl:" "fcntl:--fcntl-only"; do
 	k=${kinds%%:*} opt=${kinds#*:}
-	rm -f pass.lock pass.cmdpid
+	rm -f pass.lock pids/pass.cmdpid
 	# shellcheck disable=SC2086 # $opt is one option or none
-	start_bg $opt pass.lock sh -c 'echo $$ > pass.cmdpid; exec sleep 30'
+	start_bg $opt pass.lock sh -c 'echo $$ > pids/pass.cmdpid; exec sleep 30'
 	pl=$LAST
-	wait_until test -s pass.cmdpid
-	cmd=$(cat pass.cmdpid)
+	wait_until test -s pids/pass.cmdpid
+	cmd=$(cat pids/pass.cmdpid)
 	kill -KILL "$pl"
 	wait "$pl" 2>/dev/null
 	held pass.lock || fail "$k: the command lost the lock"
