@@ -14,6 +14,7 @@
 #                         (root; the scripts in ci/ say what they need)
 
 PKG_DEBIAN_FILES = \
+	debian/.gitignore \
 	debian/changelog \
 	debian/control \
 	debian/copyright \

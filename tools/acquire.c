@@ -24,7 +24,7 @@ static void say_holder(struct pidlock *lock, const char *what)
 	if (pidlock_holder(lock, &info) < 0)
 		snprintf(who, sizeof(who), "another process");
 	else
-		describe_holder(&info, who, sizeof(who));
+		describe_holder(pidlock_path(lock), &info, who, sizeof(who));
 	warn_file(pidlock_path(lock), "%s %s", what, who);
 }
 

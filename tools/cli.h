@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include <pidlock.h>
 
@@ -31,6 +32,8 @@ struct opts {
 	bool exec;
 	bool verbose;
 	bool json;
+	unsigned int mode_bits;	/* --mode */
+	bool mode_set;
 	char **files;		/* operands of --status, --list, --remove */
 	int nfiles;
 	const char *lockfile;	/* run mode */
@@ -58,7 +61,9 @@ void format_local_time(int64_t t, char *buf, size_t size);
 void format_age(int64_t seconds, char *buf, size_t size);
 void format_kinds(unsigned int kinds, char *buf, size_t size);
 void print_clean(FILE *f, const char *s);
-void describe_holder(const struct pidlock_info *info, char *buf, size_t size);
+pid_t kernel_holder(const char *path, const struct pidlock_info *info);
+void describe_holder(const char *path, const struct pidlock_info *info,
+		     char *buf, size_t size);
 
 /* json.c */
 void json_string(FILE *f, const char *s);

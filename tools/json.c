@@ -119,7 +119,10 @@ static void json_utc(FILE *f, int64_t t)
 void json_info(FILE *f, const char *path, const struct pidlock_info *info,
 	       int error)
 {
-	int exists = !error && info->state != PIDLOCK_STATE_FREE;
+	/* What the content says is a record only in a lock file: the
+	 * pid=-like lines of other data name nobody. */
+	int exists = !error && info->state != PIDLOCK_STATE_FREE &&
+		     info->state != PIDLOCK_STATE_NOT_LOCK_FILE;
 	int stamp = exists && info->has_timestamp;
 	int err = error ? error : info->error;
 
@@ -131,7 +134,7 @@ void json_info(FILE *f, const char *path, const struct pidlock_info *info,
 						 status_exit(info));
 	json_int_or_null(f, "pid", info->pid, exists && info->pid > 0);
 	fputs(", \"pid_alive\": ", f);
-	fputs(!exists || info->pid_alive < 0 ? "null" :
+	fputs(!exists || info->pid <= 0 || info->pid_alive < 0 ? "null" :
 	      info->pid_alive ? "true" : "false", f);
 	json_int_or_null(f, "timestamp", info->timestamp, stamp);
 	fputs(", \"since\": ", f);
@@ -150,8 +153,10 @@ void json_info(FILE *f, const char *path, const struct pidlock_info *info,
 	json_int_or_null(f, "kernel_pid", info->kernel_pid,
 			 !error && info->kernel_pid > 0);
 	fputs(", \"marker\": ", f);
-	json_kinds(f, error ? 0 : info->marker);
-	json_int_or_null(f, "mtime", info->mtime, exists);
+	json_kinds(f, exists ? info->marker : 0);
+	json_int_or_null(f, "mtime", info->mtime,
+			 exists || (!error && info->state ==
+				    PIDLOCK_STATE_NOT_LOCK_FILE));
 	fputs(", \"error\": ", f);
 	if (err)
 		json_string(f, strerror(err));

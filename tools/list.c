@@ -100,26 +100,30 @@ static int collect(DIR *d, const char *dir, struct rows *rows)
 	return errno ? -errno : 0;
 }
 
-/* A lock file of any family we know: a pid, our marker, a kernel lock,
- * or content a spec-only writer may still be writing. */
-static int is_lock_file(const struct row *r)
+/* Every regular file is shown with its state, those that hold other
+ * data as not-a-lock-file; only a file gone since readdir is left out. */
+static int is_shown(const struct row *r)
 {
-	const struct pidlock_info *i = &r->info;
+	struct stat st;
 
-	if (r->error)
+	if (r->error || r->info.state != PIDLOCK_STATE_FREE)
 		return 1;
-	if (i->state == PIDLOCK_STATE_FREE)
-		return 0;	/* gone since readdir */
-	return i->pid > 0 || i->marker || i->kernel_locks ||
-	       i->state != PIDLOCK_STATE_ABANDONED;
+	return lstat(r->path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static void print_row(const struct row *r, int width)
+static void print_row(const struct row *r, int width, int swidth)
 {
 	const struct pidlock_info *i = &r->info;
 	char pid[16] = "-", kinds[32], age[48] = "-";
 	const char *alive = "-";
 
+	if (!r->error && i->state == PIDLOCK_STATE_NOT_LOCK_FILE) {
+		print_clean(stdout, r->name);
+		printf("%*s %-*s %-8s %-5s %-11s %-18s\n",
+		       width - (int)strlen(r->name), "", swidth,
+		       pidlock_state_name(i->state), "-", "-", "-", "-");
+		return;
+	}
 	if (r->error) {
 		print_clean(stdout, r->name);
 		printf("%*s error: %s\n", width - (int)strlen(r->name), "",
@@ -128,36 +132,44 @@ static void print_row(const struct row *r, int width)
 	}
 	if (i->pid > 0)
 		snprintf(pid, sizeof(pid), "%d", (int)i->pid);
-	if (i->pid_alive >= 0)
+	if (i->pid > 0 && i->pid_alive >= 0)
 		alive = i->pid_alive ? "yes" : "no";
 	if (i->has_timestamp)
 		format_age((int64_t)time(NULL) - i->timestamp, age, sizeof(age));
 	format_kinds(i->kernel_locks, kinds, sizeof(kinds));
 	print_clean(stdout, r->name);
-	printf("%*s %-10s %-8s %-5s %-11s %-18s %s\n",
-	       width - (int)strlen(r->name), "", pidlock_state_name(i->state),
+	printf("%*s %-*s %-8s %-5s %-11s %-18s %s\n",
+	       width - (int)strlen(r->name), "", swidth,
+	       pidlock_state_name(i->state),
 	       pid, alive, kinds, age, i->tag);
 }
 
 static void print_rows(const struct opts *o, const struct rows *rows)
 {
-	int width = 4, first = 1;
+	int width = 4, swidth = 10, first = 1;
 
 	for (size_t k = 0; k < rows->n; k++)
-		if (is_lock_file(&rows->v[k]) && (int)strlen(rows->v[k].name) > width)
-			width = (int)strlen(rows->v[k].name);
+		if (is_shown(&rows->v[k])) {
+			const struct row *r = &rows->v[k];
+			int sw = (int)strlen(pidlock_state_name(r->info.state));
+
+			if ((int)strlen(r->name) > width)
+				width = (int)strlen(r->name);
+			if (!r->error && sw > swidth)
+				swidth = sw;
+		}
 	if (o->json)
 		fputs("{\"locks\": [", stdout);
 	else
-		printf("%-*s %-10s %-8s %-5s %-11s %-18s %s\n", width, "NAME",
-		       "STATE", "PID", "ALIVE", "LOCKS", "SINCE", "TAG");
+		printf("%-*s %-*s %-8s %-5s %-11s %-18s %s\n", width, "NAME",
+		       swidth, "STATE", "PID", "ALIVE", "LOCKS", "SINCE", "TAG");
 	for (size_t k = 0; k < rows->n; k++) {
 		const struct row *r = &rows->v[k];
 
-		if (!is_lock_file(r))
+		if (!is_shown(r))
 			continue;
 		if (!o->json) {
-			print_row(r, width);
+			print_row(r, width, swidth);
 			continue;
 		}
 		fputs(first ? "\n  " : ",\n  ", stdout);

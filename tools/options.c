@@ -31,6 +31,7 @@ enum {
 	OPT_JSON,
 	OPT_LIST,
 	OPT_REMOVE,
+	OPT_MODE,
 };
 
 static const struct option long_options[] = {
@@ -54,6 +55,7 @@ static const struct option long_options[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "list", no_argument, NULL, OPT_LIST },
 	{ "remove", no_argument, NULL, OPT_REMOVE },
+	{ "mode", required_argument, NULL, OPT_MODE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -93,6 +95,8 @@ static void usage(FILE *f)
 "     --plain-pid              write the bare pid as the first line\n"
 "     --no-sync                do not sync the lock file to disk\n"
 "     --keep-file              leave the lock file in place on release\n"
+"     --mode OCTAL             mode of a new lock file (default 0644; 0600\n"
+"                              keeps other users from blocking it)\n"
 "     --flock-only             take only the flock(2) lock\n"
 "     --fcntl-only             take only the fcntl(2) lock\n"
 "     --stale SECONDS          stale timeout for spec-only holders (default %u)\n"
@@ -111,8 +115,9 @@ static void usage(FILE *f)
 "\n"
 "Exit status: the command's, or 128+N if signal N killed it; 1 (or -E N) if\n"
 "the lock is busy; --status: 0 free, 1 held, 2 abandoned or stale;\n"
-"64 usage, 66 unusable lock file, 69 command cannot run, 71 system error,\n"
-"77 permission denied.  See pidlock(1).\n",
+"64 usage, 65 not a lock file (nothing changed), 66 unusable lock file,\n"
+"69 command cannot run, 71 system error, 77 permission denied.\n"
+"See pidlock(1).\n",
 		PIDLOCK_DEFAULT_STALE_SEC);
 }
 
@@ -164,6 +169,23 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
+/* Octal permission bits that a lock file may have: no execute, setuid,
+ * setgid or sticky bit (pidlock_set_mode(3) refuses those). */
+static int parse_mode(const char *s, unsigned int *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (s[0] < '0' || s[0] > '7')
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 8);
+	if (errno || *end || (v & ~0666UL))
+		return -1;
+	*out = (unsigned int)v;
+	return 0;
+}
+
 static void set_mode(struct opts *o, enum mode m, int *modes_given)
 {
 	o->mode = m;
@@ -194,7 +216,9 @@ static int parse_one(int c, struct opts *o, struct seen *seen, int *nseen,
 		return 0;
 	case 'w':
 		if (parse_seconds(optarg, &o->timeout_ms) < 0)
-			return usage_error("invalid timeout '%s'", optarg);
+			return usage_error("invalid timeout '%s' (seconds from 0 to "
+					   "%d.%03d, fractions allowed)", optarg,
+					   INT_MAX / 1000, INT_MAX % 1000);
 		o->timeout_set = true;
 		note(seen, nseen, "--timeout", M_RUN | M_REMOVE);
 		return 0;
@@ -223,7 +247,8 @@ static int parse_one(int c, struct opts *o, struct seen *seen, int *nseen,
 		return 1;
 	case OPT_TAG:
 		if (strlen(optarg) > PIDLOCK_TAG_MAX)
-			return usage_error("tag too long: '%s'", optarg);
+			return usage_error("tag too long: %zu bytes, at most %d",
+					   strlen(optarg), PIDLOCK_TAG_MAX);
 		o->tag = optarg;
 		note(seen, nseen, "--tag", M_RUN);
 		return 0;
@@ -249,8 +274,17 @@ static int parse_one(int c, struct opts *o, struct seen *seen, int *nseen,
 		return 0;
 	case OPT_STALE:
 		if (parse_uint(optarg, UINT_MAX, &v) < 0 || v == 0)
-			return usage_error("invalid stale timeout '%s' (whole seconds, at least 1)", optarg);
+			return usage_error("invalid stale timeout '%s' (whole seconds "
+					   "from 1 to %u)", optarg, UINT_MAX);
 		o->stale_sec = (unsigned int)v;
+		return 0;
+	case OPT_MODE:
+		if (parse_mode(optarg, &o->mode_bits) < 0)
+			return usage_error("invalid mode '%s' (octal, read and write "
+					   "bits only: 0 to 0666, such as 0600)",
+					   optarg);
+		o->mode_set = true;
+		note(seen, nseen, "--mode", M_RUN);
 		return 0;
 	case OPT_EXEC:
 		o->exec = true;
@@ -347,7 +381,9 @@ static int parse_operands(int argc, char **argv, struct opts *o)
 	o->files = argv + optind;
 	o->nfiles = argc - optind;
 	if (o->nfiles < 1)
-		return usage_error("%s needs a file name", mode_name(o->mode));
+		return usage_error("%s needs %s", mode_name(o->mode),
+				   o->mode == MODE_LIST ? "a directory" :
+				   "a lock file name");
 	if (o->mode == MODE_LIST && o->nfiles != 1)
 		return usage_error("%s takes exactly one directory", "--list");
 	for (int i = 0; i < o->nfiles; i++)

@@ -2,7 +2,8 @@
 /*
  * --remove: delete a leftover lock file, and only one nobody holds.  The
  * file is acquired like any lock (so a holder of any kind we know keeps
- * it) and released, which unlinks it.  No option breaks a held lock.
+ * it) and released, which unlinks it.  No option breaks a held lock,
+ * and a file that is not a lock file is never touched.
  */
 #include "config.h"
 
@@ -57,6 +58,37 @@ static int absent(const struct opts *o, const char *path)
 	return 0;
 }
 
+/*
+ * The release decides: a file the library took over from another writer
+ * (flock(1)'s empty file, a bare pid) is kept, so that lockers which do
+ * not check the inode, sharing the path, stay exclusive.  Say so rather
+ * than claim it is gone.
+ */
+static int report_removed(const struct opts *o, const char *path,
+			  const struct stat *held)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0) {
+		if (errno != ENOENT)
+			return fail_path(path, errno);
+		if (o->verbose)
+			warn_file(path, "removed");
+		return 0;
+	}
+	if (st.st_dev == held->st_dev && st.st_ino == held->st_ino) {
+		if (!o->quiet)
+			warn_file(path, "not removed: nobody holds it, but another "
+				  "kind of locker (such as flock(1)) may share "
+				  "the path, so the file stays; delete it with "
+				  "rm(1) if none does");
+		return 0;
+	}
+	if (o->verbose)
+		warn_file(path, "removed; a new file is already there");
+	return 0;
+}
+
 static int remove_one(const struct opts *o, const char *path)
 {
 	struct pidlock_info info;
@@ -69,6 +101,11 @@ static int remove_one(const struct opts *o, const char *path)
 	r = pidlock_inspect(path, &info, stale_or_default(o));
 	if (r < 0)
 		return fail_path(path, -r);
+	/* A script or a document at the path is data, not a leftover: it
+	 * is never locked, let alone removed.  The acquire below refuses it
+	 * too (-EBADMSG), should it have been put there since. */
+	if (info.state == PIDLOCK_STATE_NOT_LOCK_FILE)
+		return fail_path(path, EBADMSG);
 	if (foreign_live_pid(&info))
 		return refuse(o, path, &info);
 	r = make_lock(o, path, &lock);
@@ -80,14 +117,16 @@ static int remove_one(const struct opts *o, const char *path)
 		pidlock_free(lock);
 		return o->quiet ? 0 : o->conflict_code;
 	}
+	if (r == 0 && fstat(pidlock_fd(lock), &st) < 0)
+		r = -errno;
 	if (r == 0)
 		r = pidlock_release(lock);
+	else
+		(void)pidlock_release(lock);
 	pidlock_free(lock);
 	if (r < 0)
 		return fail_path(path, -r);
-	if (o->verbose)
-		warn_file(path, "removed");
-	return 0;
+	return report_removed(o, path, &st);
 }
 
 int cmd_remove(const struct opts *o)

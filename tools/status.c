@@ -39,12 +39,15 @@ static const char *state_meaning(enum pidlock_state state)
 	case PIDLOCK_STATE_HELD_SPEC:
 		return "a spec-only holder: no kernel lock, not stale";
 	case PIDLOCK_STATE_ABANDONED:
-		return "no kernel lock: its holder is gone; the next locker takes it over";
+		return "its holder ended without releasing it, no kernel lock; "
+		       "the next locker takes it over";
 	case PIDLOCK_STATE_STALE:
 		return "spec-only, past the stale timeout, its process gone";
 	case PIDLOCK_STATE_NOT_LOCK_FILE:
-		return "it holds other data, not a lock record";
+		return "it holds other data; pidlock never locks, changes or "
+		       "removes it";
 	case PIDLOCK_STATE_FREE:
+		return "nobody holds it; the file stays for the next locker";
 	case PIDLOCK_STATE_UNREADABLE:
 		break;
 	}
@@ -73,16 +76,26 @@ static void print_since(const struct pidlock_info *info)
 	printf("  since:   %s (%s)\n", when, age);
 }
 
-static void print_kernel(const struct pidlock_info *info)
+static void print_kernel(const char *path, const struct pidlock_info *info)
 {
+	pid_t holder = kernel_holder(path, info);
 	char kinds[32];
 
 	format_kinds(info->kernel_locks, kinds, sizeof(kinds));
-	if (info->kernel_pid > 0)
-		printf("  kernel:  %s (taken by pid %d)\n", kinds,
+	printf("  kernel:  %s", kinds);
+	if (info->kernel_pid > 0 && holder == info->kernel_pid)
+		printf(" (taken by pid %d)", (int)info->kernel_pid);
+	else if (info->kernel_pid > 0 && holder > 0)
+		printf(" (taken by pid %d, which is gone; held by pid %d)",
+		       (int)info->kernel_pid, (int)holder);
+	else if (info->kernel_pid > 0)
+		printf(" (taken by pid %d, which is gone; holder unknown)",
 		       (int)info->kernel_pid);
-	else
-		printf("  kernel:  %s\n", kinds);
+	else if (holder > 0)
+		printf(" (held by pid %d)", (int)holder);
+	else if (info->kernel_locks)
+		printf(" (holder unknown)");
+	putchar('\n');
 	if (info->marker) {
 		format_kinds(info->marker, kinds, sizeof(kinds));
 		printf("  written: by a kernel-lock locker taking %s\n", kinds);
@@ -93,6 +106,12 @@ static void print_text(const char *path, const struct pidlock_info *info)
 {
 	const char *meaning = state_meaning(info->state);
 
+	struct stat st;
+
+	/* Free with no file at all is just "free". */
+	if (info->state == PIDLOCK_STATE_FREE &&
+	    (lstat(path, &st) < 0 || !S_ISREG(st.st_mode)))
+		meaning = NULL;
 	print_clean(stdout, path);
 	printf(": %s", pidlock_state_name(info->state));
 	if (info->state == PIDLOCK_STATE_UNREADABLE)
@@ -100,13 +119,14 @@ static void print_text(const char *path, const struct pidlock_info *info)
 	else if (meaning)
 		printf(" (%s)", meaning);
 	putchar('\n');
-	if (info->state == PIDLOCK_STATE_FREE)
+	if (info->state == PIDLOCK_STATE_FREE ||
+	    info->state == PIDLOCK_STATE_NOT_LOCK_FILE)
 		return;
 	print_pid(info);
 	if (info->tag[0])
 		printf("  tag:     %s\n", info->tag);
 	print_since(info);
-	print_kernel(info);
+	print_kernel(path, info);
 }
 
 /* A typo in the directory must not read as "free". */

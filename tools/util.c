@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -73,9 +74,6 @@ static const char *library_meaning(int err)
 		return "has another hard link; refusing to write it";
 	case EINVAL:
 		return "is not a regular file";
-	case EPERM:
-		return "owned by another user in a shared directory, or the "
-		       "directory is world-writable without the sticky bit";
 	case ESTALE:
 		return "the lock file was removed or replaced by someone else";
 	default:
@@ -83,16 +81,89 @@ static const char *library_meaning(int err)
 	}
 }
 
-void warn_path(const char *path, int err)
+/* The directory part of path, in buf. */
+static void dir_of(const char *path, char *buf, size_t size)
 {
-	const char *why = library_meaning(err);
+	const char *slash = strrchr(path, '/');
+	size_t n;
 
+	if (!slash) {
+		snprintf(buf, size, ".");
+		return;
+	}
+	while (slash > path && slash[-1] == '/')
+		slash--;
+	n = slash == path ? 1 : (size_t)(slash - path);
+	snprintf(buf, size, "%.*s", (int)(n < size ? n : size - 1), path);
+}
+
+/*
+ * The library refuses with EPERM for one of two reasons; say which one
+ * applies here.  NULL when neither does any more (the file system
+ * changed since), and the plain strerror() text is all we know.
+ */
+static const char *eperm_cause(const char *path, char *buf, size_t size)
+{
+	char dir[4096];
+	struct stat dst, st;
+
+	dir_of(path, dir, sizeof(dir));
+	if (stat(dir, &dst) < 0)
+		return NULL;
+	if ((dst.st_mode & (S_IWOTH | S_ISVTX)) == S_IWOTH) {
+		snprintf(buf, size, "the directory %s is writable by everyone "
+			 "and has no sticky bit, so anybody could remove or "
+			 "replace the lock file; use a directory that only "
+			 "trusted users can write, or set its sticky bit "
+			 "(chmod +t)", dir);
+		return buf;
+	}
+	if (lstat(path, &st) == 0 && st.st_uid != geteuid() &&
+	    (dst.st_mode & (S_IWOTH | S_ISVTX)) == (S_IWOTH | S_ISVTX) &&
+	    st.st_uid != dst.st_uid) {
+		snprintf(buf, size, "the file belongs to uid %u, not to you, "
+			 "in the shared sticky directory %s; a file another "
+			 "user created there is never used, so nobody can "
+			 "plant a lock file for you; use another name or a "
+			 "directory of your own", (unsigned int)st.st_uid, dir);
+		return buf;
+	}
+	return NULL;
+}
+
+/* Anything but a lock file: say so, that nothing changed, and what to do. */
+static void warn_not_lock_file(const char *path)
+{
 	fprintf(stderr, "%s: ", program_name);
 	print_clean(stderr, path);
-	if (why)
-		fprintf(stderr, ": %s (%s)\n", strerror(err), why);
-	else
+	fprintf(stderr, ": not a lock file: it holds other data (a lock file "
+		"is empty or holds a lock record of at most %d bytes); "
+		"nothing was changed.  Use a separate lock file for the "
+		"lock, such as '", PIDLOCK_CONTENT_MAX);
+	print_clean(stderr, path);
+	fputs(".lock'.\n", stderr);
+}
+
+void warn_path(const char *path, int err)
+{
+	char buf[4096 + 512];
+	const char *why;
+
+	if (err == EBADMSG) {
+		warn_not_lock_file(path);
+		return;
+	}
+	why = err == EPERM ? eperm_cause(path, buf, sizeof(buf)) :
+	      library_meaning(err);
+	fprintf(stderr, "%s: ", program_name);
+	print_clean(stderr, path);
+	if (why) {
+		fprintf(stderr, ": %s (", strerror(err));
+		print_clean(stderr, why);
+		fputs(")\n", stderr);
+	} else {
 		fprintf(stderr, ": %s\n", strerror(err));
+	}
 }
 
 /* Like flock(1): <sysexits.h> for everything that is not a conflict. */
@@ -108,6 +179,8 @@ int exit_for_errno(int err)
 		return EX_CANTCREAT;
 	case EIO:
 		return EX_IOERR;
+	case EBADMSG:
+		return EX_DATAERR;	/* not a lock file */
 	case ENOENT:
 	case ENOTDIR:
 	case EISDIR:
@@ -143,6 +216,8 @@ int make_lock(const struct opts *o, const char *path, struct pidlock **lockp)
 	r = pidlock_set_stale_timeout(lock, stale_or_default(o));
 	if (r == 0 && o->tag)
 		r = pidlock_set_tag(lock, o->tag);
+	if (r == 0 && o->mode_set)
+		r = pidlock_set_mode(lock, (mode_t)o->mode_bits);
 	if (r < 0) {
 		pidlock_free(lock);
 		return r;

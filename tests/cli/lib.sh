@@ -20,7 +20,7 @@ cleanup() {
 	for p in $BG; do
 		kill -KILL -- "-$p" "$p" 2>/dev/null
 	done
-	for f in "$T"/*.cmdpid; do
+	for f in "$T"/*.cmdpid "$T"/pids/*.cmdpid; do
 		[ -f "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null
 	done
 	rm -rf "$T"

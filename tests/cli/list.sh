@@ -29,10 +29,14 @@ names=""
 for i in 0 1 2 3 4 5; do
 	names="$names $(jv "$T/j" $i path):$(jv "$T/j" $i state)"
 done
-[ "$names" = " ./dead.lock:abandoned ./flock.lock:held ./held.lock:held ./spec.lock:held-spec ./stale.lock:stale :" ] ||
+[ "$names" = " ./dead.lock:abandoned ./flock.lock:held ./held.lock:held ./notes.txt:not-a-lock-file ./spec.lock:held-spec ./stale.lock:stale" ] ||
 	fail "--list found:$names"
-pass "--list --json: lock files of every kind with their states, sorted"
-pass "--list leaves out plain files, directories and symbolic links"
+[ -z "$(jv "$T/j" 6 path)" ] || fail "--list found more: $(cat "$T/j")"
+pass "--list --json: files of every kind with their states, sorted"
+pass "--list shows a text file as not-a-lock-file, leaves out directories and symbolic links"
+[ "$(jv "$T/j" 3 pid)" = null ] && [ "$(jv "$T/j" 3 pid_alive)" = null ] &&
+	[ "$(jv "$T/j" 3 exit_status)" = 65 ] || fail "--list notes.txt: $(cat "$T/j")"
+pass "--list --json: notes.txt has no pid and exit status 65"
 [ "$(jv "$T/j" 2 pid)" = "$held_pid" ] && [ "$(jv "$T/j" 2 tag)" = job ] &&
 	[ "$(jv "$T/j" 2 pid_alive)" = true ] || fail "--list held.lock: $(cat "$T/j")"
 pass "--list --json has the same keys as --status"
@@ -41,7 +45,7 @@ pass "--list --json has the same keys as --status"
 head -n 1 "$T/out" | grep -q '^NAME *STATE *PID *ALIVE *LOCKS *SINCE *TAG$' ||
 	fail "--list header: $(head -n 1 "$T/out")"
 [ "$(sed 1d "$T/out" | awk '{print $1 ":" $2}' | tr '\n' ' ')" = \
-  "dead.lock:abandoned flock.lock:held held.lock:held spec.lock:held-spec stale.lock:stale " ] ||
+  "dead.lock:abandoned flock.lock:held held.lock:held notes.txt:not-a-lock-file spec.lock:held-spec stale.lock:stale " ] ||
 	fail "--list text: $(cat "$T/out")"
 grep -q "^held.lock *held *$held_pid *yes *flock,fcntl .* job$" "$T/out" ||
 	fail "--list held.lock row: $(grep held.lock "$T/out")"

@@ -42,12 +42,26 @@ pass "the held lock is untouched and still held"
 kill -TERM "$holder"
 wait "$holder"
 
-# -w: wait for a holder that leaves its file (--keep-file), then remove.
+# -w: wait for a holder that leaves its file (--keep-file).  The file is
+# kept for flock(1) users of the path: --remove frees it and says so.
 start_bg --keep-file kept.lock sleep 0.5
 wait_until held kept.lock
-expect 0 "--remove -w waits for the holder, then removes" -- \
-	"$PIDLOCK" --remove -w 10 kept.lock
-[ ! -e kept.lock ] || fail "kept.lock is still there"
+"$PIDLOCK" --remove -w 10 kept.lock 2> err
+[ $? -eq 0 ] || fail "--remove -w of a kept lock: $(cat err)"
+grep -q "kept.lock: not removed: nobody holds it" err || fail "--remove -w: $(cat err)"
+[ -e kept.lock ] || fail "kept.lock was deleted"
+pass "--remove -w waits for the holder; the --keep-file file stays, and it says so"
+expect 0 "the kept file is free" -- "$PIDLOCK" --status kept.lock
+# A holder that left its own file (not kept) behind: -w waits, removes.
+start_bg own.lock sh -c 'echo $$ > own.cmdpid; exec sleep 1'
+own=$LAST
+wait_until test -s own.cmdpid
+kill -KILL "$own"
+wait "$own" 2>/dev/null
+held own.lock || fail "own.lock is not held by the command"
+expect 0 "--remove -w waits for the command, then removes its file" -- \
+	"$PIDLOCK" --remove -w 10 own.lock
+[ ! -e own.lock ] || fail "own.lock is still there"
 
 # Peers: their locks stay.
 bg_peer flock fl.lock sleep 30
@@ -80,11 +94,27 @@ if command -v dotlockfile >/dev/null; then
 else
 	fail "dotlockfile (liblockfile-bin) is not installed"
 fi
+# A bare pid of a process that is gone (dotlockfile, a pid file) goes.
 printf '%s\n' "$(dead_pid)" > olddot.lock
 touch -d '1 hour ago' olddot.lock
 expect 0 "a bare-pid file whose process is gone is removed" -- \
 	"$PIDLOCK" --remove olddot.lock
 [ ! -e olddot.lock ] || fail "olddot.lock is still there"
+# An empty file that flock(1) made is kept on release, so that flock(1)
+# users sharing the path stay exclusive: --remove frees it, keeps it, and
+# says so.
+flock fl-idle.lock true
+touch -d '1 hour ago' fl-idle.lock
+ino=$(stat -c %i fl-idle.lock)
+"$PIDLOCK" --remove fl-idle.lock 2> err
+[ $? -eq 0 ] || fail "--remove fl-idle.lock: exit status ($(cat err))"
+grep -qx "pidlock: fl-idle.lock: not removed: nobody holds it, but another kind of locker (such as flock(1)) may share the path, so the file stays; delete it with rm(1) if none does" err ||
+	fail "--remove fl-idle.lock: $(cat err)"
+[ "$(stat -c %i fl-idle.lock)" = "$ino" ] || fail "--remove replaced fl-idle.lock"
+expect 0 "fl-idle.lock is free afterwards" -- "$PIDLOCK" --status fl-idle.lock
+"$PIDLOCK" --remove -q fl-idle.lock 2> err
+[ $? -eq 0 ] && [ ! -s err ] || fail "--remove -q fl-idle.lock: $(cat err)"
+pass "flock(1)'s empty file: kept, and it says so (not with -q)"
 
 # Several files: each on its own, the largest status.
 start_bg many.lock sleep 30

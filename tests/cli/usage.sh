@@ -70,6 +70,35 @@ usage64 "--exec with --list" --exec --list .
 usage64 "--keep-file with --remove" --keep-file --remove x.lock
 usage64 "--status with an empty name" --status ""
 
+usage64 "--mode not octal" --mode 0698 x.lock touch ran
+usage64 "--mode with an execute bit" --mode 0755 x.lock touch ran
+usage64 "--mode with the setuid bit" --mode 04600 x.lock touch ran
+usage64 "--mode empty" --mode "" x.lock touch ran
+usage64 "--mode with --status" --mode 0600 --status x.lock
+
+# msg64 PATTERN DESCRIPTION ARGS...: exit 64 with a message that says what
+# is allowed, not only what was wrong.
+msg64() {
+	local pattern=$1 what=$2
+	shift 2
+	usage64 "$what" "$@"
+	grep -q -- "$pattern" err || fail "$what: message: $(cat err)"
+	pass "$what: the message gives the allowed values"
+}
+msg64 "invalid timeout 'abc' (seconds from 0 to 2147483.647, fractions allowed)$" \
+	"-w range" -w abc x.lock touch ran
+msg64 "invalid timeout '99999999999' (seconds from 0 to 2147483.647" \
+	"-w above the limit" -w 99999999999 x.lock touch ran
+msg64 "invalid stale timeout '0' (whole seconds from 1 to 4294967295)$" \
+	"--stale range" --stale 0 x.lock touch ran
+msg64 "tag too long: 256 bytes, at most 255$" \
+	"--tag limit" --tag "$(printf '%0256d' 0)" x.lock touch ran
+msg64 "invalid conflict exit code '256' (0..255)$" "-E range" -E 256 x.lock touch ran
+msg64 "invalid mode '0755' (octal, read and write bits only: 0 to 0666" \
+	"--mode range" --mode 0755 x.lock touch ran
+msg64 "^pidlock: --list needs a directory$" "--list without a directory" --list
+msg64 "^pidlock: --status needs a lock file name$" "--status without a file" --status
+
 # The tool stops at LOCKFILE: the command's options are its own.
 expect 0 "options after the command name go to the command" -- \
 	"$PIDLOCK" x.lock sh -c 'test "$1" = "-n"' sh -n
@@ -78,4 +107,11 @@ expect 0 "an option given many times" -- \
 	"$PIDLOCK" $(printf -- '-n %.0s' $(seq 100)) $(printf -- '--tag t %.0s' $(seq 100)) x.lock true
 expect 0 "the largest -w is accepted" -- "$PIDLOCK" -w 2147483 x.lock true
 expect 0 "-E 255 is accepted" -- "$PIDLOCK" -E 255 x.lock true
+expect 0 "--mode 0 is accepted" -- "$PIDLOCK" --mode 0 x.lock true
+"$PIDLOCK" --mode 0640 x.lock sh -c 'stat -c %a x.lock > mode.out'
+[ "$(cat mode.out)" = 640 ] || fail "--mode 0640 made a file of mode $(cat mode.out)"
+pass "--mode 0640: the lock file has mode 0640"
+"$PIDLOCK" --mode 600 x.lock sh -c 'stat -c %a x.lock > mode.out'
+[ "$(cat mode.out)" = 600 ] || fail "--mode 600 made a file of mode $(cat mode.out)"
+pass "--mode 600 (no leading zero) is octal too"
 done_testing

@@ -1,0 +1,70 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Permissions, with a second user: a reader of a 0644 lock file can block
+# it and one of a 0600 file cannot (what pidlock(1) PERMISSIONS says); the
+# EPERM refusal names the one cause that applies.  Needs root, to act as
+# another user and give files away.
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 99
+
+if [ "$(id -u)" -ne 0 ] || [ -n "${FAKEROOTKEY:-}" ]; then
+	echo "SKIP: needs root to act as a second user" >&2
+	exit 77
+fi
+command -v setpriv >/dev/null || fail "setpriv (util-linux) is not installed"
+command -v flock >/dev/null || fail "flock(1) is not installed"
+OTHER=65534	# nobody
+chmod 0755 "$T"
+
+# as_other COMMAND...: run as uid/gid 65534 with no supplementary groups.
+as_other() {
+	setpriv --reuid=$OTHER --regid=$OTHER --clear-groups "$@"
+}
+
+# A 0644 file: another user's shared flock keeps pidlock out.
+"$PIDLOCK" --keep-file open.lock true || fail "--keep-file run"
+[ "$(stat -c %a open.lock)" = 644 ] || fail "the default mode is $(stat -c %a open.lock)"
+bg_peer setpriv --reuid=$OTHER --regid=$OTHER --clear-groups flock -s open.lock sleep 30
+blocker=$LAST
+wait_until held open.lock
+expect 1 "0644: another user's flock -s blocks pidlock" -- "$PIDLOCK" -n open.lock true
+kill -KILL -- "-$blocker"
+wait "$blocker" 2>/dev/null
+wait_until status_is open.lock 0
+expect 0 "and pidlock gets it once the reader lets go" -- "$PIDLOCK" -n open.lock true
+
+# --mode 0600: the other user cannot even open it.
+"$PIDLOCK" --mode 0600 --keep-file private.lock true || fail "--mode 0600 run"
+[ "$(stat -c %a private.lock)" = 600 ] || fail "--mode 0600 made $(stat -c %a private.lock)"
+as_other flock -s -n private.lock true 2> err && fail "the other user locked a 0600 file"
+grep -q 'Permission denied' err || fail "flock as the other user: $(cat err)"
+expect 0 "0600: pidlock is not blocked" -- "$PIDLOCK" -n private.lock true
+pass "--mode 0600 keeps other users from blocking the lock"
+
+# EPERM, cause 1: a world-writable directory without the sticky bit.
+mkdir open-dir
+chmod 0777 open-dir
+"$PIDLOCK" open-dir/x.lock true 2> err
+[ $? -eq 77 ] || fail "world-writable directory: exit status"
+grep -qx "pidlock: open-dir/x.lock: Operation not permitted (the directory open-dir is writable by everyone and has no sticky bit, so anybody could remove or replace the lock file; use a directory that only trusted users can write, or set its sticky bit (chmod +t))" err ||
+	fail "world-writable directory: $(cat err)"
+! grep -q 'belongs to' err || fail "names both causes: $(cat err)"
+[ ! -e open-dir/x.lock ] || fail "a file was made"
+pass "a world-writable directory without the sticky bit: 77, that cause only"
+
+# EPERM, cause 2: a file another user made in a shared sticky directory.
+mkdir shared
+chmod 1777 shared
+as_other sh -c ': > shared/theirs.lock' || fail "the other user cannot create a file"
+touch -d '1 hour ago' shared/theirs.lock
+before=$(stat -c '%i %s %U' shared/theirs.lock)
+"$PIDLOCK" shared/theirs.lock true 2> err
+[ $? -eq 77 ] || fail "foreign file: exit status ($(cat err))"
+grep -qx "pidlock: shared/theirs.lock: Operation not permitted (the file belongs to uid $OTHER, not to you, in the shared sticky directory shared; a file another user created there is never used, so nobody can plant a lock file for you; use another name or a directory of your own)" err ||
+	fail "foreign file: $(cat err)"
+! grep -q 'no sticky bit' err || fail "names both causes: $(cat err)"
+[ "$(stat -c '%i %s %U' shared/theirs.lock)" = "$before" ] || fail "the foreign file changed"
+pass "another user's file in a sticky directory: 77, that cause only"
+expect 77 "--remove of it: 77" -- "$PIDLOCK" --remove shared/theirs.lock
+[ -e shared/theirs.lock ] || fail "--remove deleted the other user's file"
+done_testing
