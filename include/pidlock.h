@@ -32,6 +32,10 @@ enum {
 	PIDLOCK_PLAIN_PID = 1U << 3,
 	/** Never unlink on release; the inode at the path stays. */
 	PIDLOCK_KEEP_FILE = 1U << 4,
+	/** The holder's exit is its release (a lock handed to a program it
+	 * execs): a file left with no kernel lock reads as free, not
+	 * abandoned. Since 1.1.0. */
+	PIDLOCK_EXIT_RELEASES = 1U << 5,
 };
 
 /* Kernel lock kinds, as reported in struct pidlock_info. */

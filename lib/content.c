@@ -44,13 +44,15 @@ static const char *kinds_text(unsigned int kinds)
 	return kinds == PIDLOCK_KIND_FLOCK ? "flock" : "ofd";
 }
 
-static char *put_marker(char *p, unsigned int kinds, bool keep)
+static char *put_marker(char *p, unsigned int kinds, unsigned int opts)
 {
 	p = put_str(p, "lock=");
 	p = put_str(p, kinds_text(kinds));
 	*p++ = '\n';
-	if (keep)
+	if (opts & FMT_KEEP)
 		p = put_str(p, "keep=1\n");
+	if (opts & FMT_EXIT_RELEASES)
+		p = put_str(p, "release=exit\n");
 	return p;
 }
 
@@ -76,14 +78,18 @@ size_t content_format(char *buf, size_t size, pid_t pid, int64_t now,
 		p = put_str(p, tag);
 		*p++ = '\n';
 	}
-	p = put_marker(p, kinds, opts & FMT_KEEP);
+	p = put_marker(p, kinds, opts);
 	return (size_t)(p - buf);
 }
 
 /*
- * What a kept file says between holders: no pid (pkill -F and systemd
- * must not act on a process that no longer holds it), our marker so the
- * next holder takes it at once, keep=1 so it keeps the inode too.
+ * What a kept file says between holders: our marker so the next holder
+ * takes it at once, keep=1 so it keeps the inode too.  For spec-only
+ * readers, a record that goes stale: a pid no process can have (above
+ * PID_MAX_LIMIT, so nothing acts on it, and kill(2) finds it dead) and
+ * the time of the release.  A spec peer whose writer died between its
+ * create and its write left the empty file we kept: it can still get
+ * the path back after its stale timeout, as the spec has it.
  */
 size_t content_format_released(char *buf, size_t size, int64_t now,
 				unsigned int kinds)
@@ -92,7 +98,10 @@ size_t content_format_released(char *buf, size_t size, int64_t now,
 
 	if (size < CONTENT_BUF_MAX)
 		return 0;
-	p = put_marker(p, kinds, true);
+	p = put_str(p, "pid=" RELEASED_PID_TEXT "\ntimestamp=");
+	p = put_u64(p, (uint64_t)(now < 0 ? 0 : now));
+	*p++ = '\n';
+	p = put_marker(p, kinds, FMT_KEEP);
 	p = put_str(p, "released=");
 	p = put_u64(p, (uint64_t)(now < 0 ? 0 : now));
 	*p++ = '\n';
@@ -199,6 +208,8 @@ static void parse_line(const char *s, const char *end, bool first, bool cut,
 		c->keep = token_is(eq + 1, end, "1");
 	} else if (token_is(s, eq, "released")) {
 		c->released = true;
+	} else if (token_is(s, eq, "release")) {
+		c->exit_releases = token_is(eq + 1, end, "exit");
 	}
 }
 
@@ -246,7 +257,7 @@ enum { KEY_NONE, KEY_NUM, KEY_TEXT };
 static int known_key(const char *s, const char *end)
 {
 	static const char *const num[] = { "pid", "timestamp", "released" };
-	static const char *const text[] = { "tag", "lock", "keep" };
+	static const char *const text[] = { "tag", "lock", "keep", "release" };
 
 	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
 		if (token_is(s, end, num[i]))
@@ -288,7 +299,7 @@ static bool prefix_of(const char *s, const char *end, const char *word)
 static bool cut_key_prefix(const char *s, const char *end, bool first)
 {
 	static const char *const keys[] = { "pid", "timestamp", "released",
-					    "tag", "lock", "keep" };
+					    "tag", "lock", "keep", "release" };
 
 	/* A spec writer, and we, write pid= first. */
 	if (first)

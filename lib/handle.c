@@ -13,7 +13,8 @@
 /* unsigned, so that ~ALL_FLAGS masks the unsigned flags without a
  * sign conversion */
 #define ALL_FLAGS ((unsigned int)(KIND_FLAGS | PIDLOCK_NO_SYNC | \
-				  PIDLOCK_PLAIN_PID | PIDLOCK_KEEP_FILE))
+				  PIDLOCK_PLAIN_PID | PIDLOCK_KEEP_FILE | \
+				  PIDLOCK_EXIT_RELEASES))
 
 /* The path must name a file in a directory: not "", not "dir/", not
  * "." or "..", and it must fit PATH_MAX with its temp-file siblings. */
@@ -45,6 +46,8 @@ unsigned int record_opts(const struct pidlock *lock, bool keep)
 
 	if (lock->flags & PIDLOCK_PLAIN_PID)
 		opts |= FMT_PLAIN_PID;
+	if (lock->flags & PIDLOCK_EXIT_RELEASES)
+		opts |= FMT_EXIT_RELEASES;
 	return opts;
 }
 

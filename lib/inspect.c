@@ -23,7 +23,8 @@ void fill_info(struct pidlock_info *info, enum pidlock_state state,
 {
 	memset(info, 0, sizeof(*info));
 	info->state = state;
-	info->pid = c->pid ? c->pid : c->bare_pid;
+	/* A released record's pid is nobody's. */
+	info->pid = c->released ? 0 : c->pid ? c->pid : c->bare_pid;
 	info->pid_alive = info->pid > 0 ? pid_alive(info->pid) : -1;
 	info->has_timestamp = c->has_timestamp;
 	info->timestamp = c->timestamp;
@@ -41,8 +42,8 @@ static enum pidlock_state classify(unsigned int kernel,
 		return PIDLOCK_STATE_HELD;
 	/* Released by its last holder, and kept: nobody holds it. */
 	if (c->marker)
-		return c->released ? PIDLOCK_STATE_FREE
-				   : PIDLOCK_STATE_ABANDONED;
+		return c->released || c->exit_releases ? PIDLOCK_STATE_FREE
+						       : PIDLOCK_STATE_ABANDONED;
 	if (content_is_spec(c)) {
 		if (now_sec() - c->timestamp > (int64_t)stale_sec &&
 		    !pid_alive(c->pid))

@@ -65,6 +65,7 @@ struct content {
 	unsigned int marker;	/* PIDLOCK_KIND_* named by lock=, 0 if none */
 	bool keep;		/* keep=1: the inode stays at the path for good */
 	bool released;		/* released=: its last holder let it go */
+	bool exit_releases;	/* release=exit: its holder's exit let it go */
 	bool empty;		/* nothing but white space */
 	char tag[PIDLOCK_TAG_MAX + 1];
 };
@@ -87,6 +88,9 @@ enum try_result { TRY_HELD_BY_US = 1, TRY_BUSY, TRY_AGAIN };
 /* content.c */
 #define FMT_PLAIN_PID 1U
 #define FMT_KEEP 2U
+/* PID_MAX_LIMIT: pids are below it, so no process has it. */
+#define RELEASED_PID_TEXT "4194304"
+#define FMT_EXIT_RELEASES 4U
 size_t content_format(char *buf, size_t size, pid_t pid, int64_t now,
 		      const char *tag, unsigned int kinds, unsigned int opts);
 size_t content_format_released(char *buf, size_t size, int64_t now,

@@ -566,10 +566,13 @@ START_TEST(keep_rule)
 		ck_assert_ptr_nonnull(strstr(tu_read(p), "keep=1\n"));
 		ck_assert_int_eq(pidlock_release(l), 0);
 		ck_assert_uint_eq(tu_ino(p), ino);
-		ck_assert_ptr_null(strstr(tu_read(p), "pid="));
+		/* A pid nobody can have: nothing acts on it, and a spec
+		 * peer finds it dead and the record stale in time. */
+		ck_assert(strncmp(tu_read(p), "pid=4194304\ntimestamp=", 22) == 0);
 		ck_assert_ptr_nonnull(strstr(tu_read(p), "released="));
 		ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
 		ck_assert_int_eq(info.state, PIDLOCK_STATE_FREE);
+		ck_assert_int_eq(info.pid, 0);
 	}
 	unlink(p);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
@@ -624,6 +627,50 @@ START_TEST(flock1_waiter_not_orphaned)
 	ck_assert_int_eq(pidlock_acquire(next, 0), 0);
 	pidlock_free(next);
 	pidlock_free(l);
+}
+END_TEST
+
+struct exit_hold {
+	const char *path;
+	unsigned int flags;
+};
+
+static int hold_and_exit(struct tu_child *c, void *arg)
+{
+	const struct exit_hold *h = arg;
+	struct pidlock *l;
+
+	if (pidlock_new(&l, h->path, h->flags) < 0 ||
+	    pidlock_acquire(l, 0) < 0)
+		return 2;
+	(void)c;
+	_exit(0);	/* no release: as an exec'd command ends */
+}
+
+/* Rule "exit releases": a holder whose exit is its release (a lock handed
+ * to an exec'd program) leaves a file that reads as free; any other
+ * holder that ends without releasing leaves an abandoned one. */
+START_TEST(exit_releases_reads_free)
+{
+	char *p = tu_path("x.lock");
+	struct exit_hold with = { p, PIDLOCK_EXIT_RELEASES }, without = { p, 0 };
+	struct pidlock_info info;
+	struct tu_child c;
+	struct pidlock *l;
+
+	tu_spawn(&c, hold_and_exit, &with);
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_ptr_nonnull(strstr(tu_read(p), "release=exit\n"));
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_FREE);
+	l = tu_new(p, 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	pidlock_free(l);
+	tu_spawn(&c, hold_and_exit, &without);
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
 }
 END_TEST
 
@@ -769,6 +816,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(tc, locker_leftovers_taken);
 	tcase_add_test(tc, keep_rule);
 	tcase_add_test(tc, flock1_waiter_not_orphaned);
+	tcase_add_test(tc, exit_releases_reads_free);
 	tcase_add_test(tc, holder_fd_shows_path);
 	tcase_add_test(tc, dead_temp_files_swept);
 	tcase_add_test(tc, sigkill_storm_leaves_no_temp);

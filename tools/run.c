@@ -20,7 +20,8 @@ int exec_failed(const char *cmd, int err)
 /*
  * --exec: become the command.  The file names our pid, which is now the
  * command's; the kernel locks last as long as it does, and the file it
- * leaves behind is taken over by the next locker.
+ * leaves behind (marked release=exit, see make_lock) reads as free and
+ * is taken over by the next locker.
  */
 static int exec_locked(const struct opts *o, struct pidlock *lock)
 {

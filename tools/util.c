@@ -209,7 +209,10 @@ unsigned int stale_or_default(const struct opts *o)
 int make_lock(const struct opts *o, const char *path, struct pidlock **lockp)
 {
 	struct pidlock *lock;
-	int r = pidlock_new(&lock, path, o->flags);
+	/* With --exec the command's exit is its release: its leftover file
+	 * must read as free, not as a crash. */
+	unsigned int flags = o->flags | (o->exec ? PIDLOCK_EXIT_RELEASES : 0);
+	int r = pidlock_new(&lock, path, flags);
 
 	if (r < 0)
 		return r;

@@ -18,7 +18,7 @@ kill -TERM "$pl"
 wait "$pl"
 [ -f x.lock ] || fail "--exec: the file was deleted"
 pass "--exec leaves the file when the command exits"
-expect 2 "--exec: the left file is abandoned" -- "$PIDLOCK" --status x.lock
+expect 0 "--exec: the left file is free (the command's exit was its release)" -- "$PIDLOCK" --status x.lock
 expect 0 "and is taken over by the next locker" -- "$PIDLOCK" -n x.lock true
 [ ! -e x.lock ] || fail "the next locker did not clean up"
 

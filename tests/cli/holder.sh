@@ -38,6 +38,8 @@ touch -d '1 min ago' fl.lock
 free_kept "flock(1)'s empty file" fl.lock
 "$PIDLOCK" --keep-file kept.lock true || fail "--keep-file run failed"
 free_kept "a --keep-file leftover" kept.lock
+"$PIDLOCK" --exec ex.lock true || fail "--exec run failed"
+free_kept "an --exec leftover (the command's exit is its release)" ex.lock
 : > touched.lock
 touch -d '1 min ago' touched.lock
 free_kept "a file made with ': >'" touched.lock
@@ -49,7 +51,7 @@ ino=$(stat -c %i fl.lock)
 free_kept "flock(1)'s file after a pidlock run" fl.lock
 expect 0 "--list exits 0" -- "$PIDLOCK" --list .
 "$PIDLOCK" --list . > out
-for f in fl.lock kept.lock touched.lock; do
+for f in fl.lock kept.lock ex.lock touched.lock; do
 	grep -q "^$f *free " out || fail "--list: $f: $(cat out)"
 done
 pass "--list shows the kept files as free"
