@@ -71,11 +71,13 @@ static int open_unnamed(struct pidlock *lock)
  */
 static int open_named(struct pidlock *lock, char *name, size_t size)
 {
+	long pid = (long)self_pid();
+
 	for (int tries = 0; tries < 100; tries++) {
 		unsigned int n = __atomic_fetch_add(&tmp_counter, 1,
 						    __ATOMIC_RELAXED);
 		int len = snprintf(name, size, "%s/" TMP_PREFIX "%ld-%u-%lx",
-				   lock->dir, (long)getpid(), n,
+				   lock->dir, pid, n,
 				   (unsigned long)now_ms());
 		int fd;
 
@@ -163,7 +165,7 @@ static int publish_rename(struct pidlock *lock, const char *tmp)
 
 static int prepare(struct pidlock *lock, int fd, bool take_locks)
 {
-	pid_t pid = getpid();
+	pid_t pid = self_pid();
 	bool keep = lock->flags & PIDLOCK_KEEP_FILE;
 	size_t len = content_format(lock->buf, sizeof(lock->buf), pid,
 				    now_sec(), lock->tag, lock->kinds,
@@ -185,6 +187,8 @@ static int prepare(struct pidlock *lock, int fd, bool take_locks)
 	lock->dev = st.st_dev;
 	lock->ino = st.st_ino;
 	lock->writer = pid;
+	lock->gen = fork_generation();
+	lock->fd_shared = false;
 	lock->written = len;
 	lock->keep = keep;
 	return 0;

@@ -258,7 +258,7 @@ static bool must_keep(const struct pidlock *lock, const struct content *c)
 static int takeover(struct pidlock *lock, int fd, const struct stat *st,
 		    const struct content *c)
 {
-	pid_t pid = getpid();
+	pid_t pid = self_pid();
 	bool keep = must_keep(lock, c);
 	size_t len = content_format(lock->buf, sizeof(lock->buf), pid,
 				    now_sec(), lock->tag, lock->kinds,
@@ -272,6 +272,8 @@ static int takeover(struct pidlock *lock, int fd, const struct stat *st,
 	lock->dev = st->st_dev;
 	lock->ino = st->st_ino;
 	lock->writer = pid;
+	lock->gen = fork_generation();
+	lock->fd_shared = false;
 	lock->written = len;
 	lock->keep = keep;
 	/* Its holder crashed: it may have left a temp file too. */

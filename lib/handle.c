@@ -77,6 +77,7 @@ PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
 		return r;
 	if ((flags & ~ALL_FLAGS) || (flags & KIND_FLAGS) == KIND_FLAGS)
 		return -EINVAL;
+	self_init();
 	lock = calloc(1, sizeof(*lock));
 	if (!lock)
 		return -ENOMEM;
@@ -159,7 +160,14 @@ PIDLOCK_EXPORT int pidlock_fd(const struct pidlock *lock)
 {
 	if (!lock)
 		return -EINVAL;
-	return lock->fd >= 0 ? lock->fd : -ENOLCK;
+	if (lock->fd < 0)
+		return -ENOLCK;
+	/* A copy of the descriptor may share our open file description,
+	 * and with it the locks: release must then drop them explicitly.
+	 * The handle is the caller's own object (made by pidlock_new), so
+	 * this note may be written through the const view. */
+	((struct pidlock *)lock)->fd_shared = true;
+	return lock->fd;
 }
 
 PIDLOCK_EXPORT const char *pidlock_path(const struct pidlock *lock)

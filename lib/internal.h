@@ -42,6 +42,8 @@ struct pidlock {
 	dev_t dev;		/* of the held file */
 	ino_t ino;
 	pid_t writer;		/* pid this handle last wrote into the file */
+	unsigned long gen;	/* fork generation when it wrote it */
+	bool fd_shared;		/* pidlock_fd() handed the descriptor out */
 	size_t written;		/* bytes of content last written */
 	bool keep;		/* release leaves the inode at the path */
 	int link_mode;		/* how to publish a temp file, see create.c */
@@ -131,6 +133,11 @@ int create_publish(struct pidlock *lock);
 int check_type(mode_t mode);
 int same_inode(const char *path, int fd, struct stat *st);
 int try_existing(struct pidlock *lock, int64_t deadline, int *fdp);
+
+/* self.c */
+void self_init(void);
+pid_t self_pid(void);
+unsigned long fork_generation(void);
 
 /* leftover.c */
 void sweep_leftovers(const struct pidlock *lock);

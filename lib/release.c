@@ -42,12 +42,13 @@ static int rewrite(struct pidlock *lock, size_t len)
 
 PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
 {
-	pid_t pid = getpid();
+	pid_t pid;
 	size_t len;
 	int r;
 
 	if (!lock)
 		return -EINVAL;
+	pid = self_pid();
 	r = check_held(lock);
 	if (r < 0)
 		return r;
@@ -58,6 +59,7 @@ PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
 	if (r < 0)
 		return r;
 	lock->writer = pid;
+	lock->gen = fork_generation();
 	lock->written = len;
 	return 0;
 }
@@ -85,6 +87,12 @@ PIDLOCK_EXPORT int pidlock_close(struct pidlock *lock)
 	return r;
 }
 
+static bool no_fork_since_write(const struct pidlock *lock)
+{
+	return lock->gen != 0 && lock->gen == fork_generation() &&
+	       lock->writer == self_pid();
+}
+
 /*
  * Whose record is in the file?  After fork(2) parent and child share the
  * open file description, so both "hold"; only the process named in the
@@ -94,12 +102,17 @@ static bool file_names_us(const struct pidlock *lock)
 {
 	char buf[CONTENT_READ_MAX];
 	struct content c;
-	ssize_t n = read_bounded(lock->fd, buf, sizeof(buf));
+	ssize_t n;
 
+	/* No fork since we wrote it: nobody else can have rewritten it
+	 * through a handle of ours, and our pid is the one written. */
+	if (no_fork_since_write(lock))
+		return true;
+	n = read_bounded(lock->fd, buf, sizeof(buf));
 	if (n < 0)
 		return false;
 	content_parse(buf, (size_t)n, &c);
-	return c.pid == getpid();
+	return c.pid == self_pid();
 }
 
 /* The inode stays: say so in it, with no pid that could be misread. */
@@ -127,6 +140,11 @@ static int let_go(struct pidlock *lock)
 		r = unlink(lock->path) < 0 ? -errno : 0;
 	if (r < 0)
 		return r;
+	/* Closing our descriptor drops the locks, unless somebody shares
+	 * the open file description: a forked process, or a copy of the
+	 * descriptor made from pidlock_fd().  Then drop them for all. */
+	if (no_fork_since_write(lock) && !lock->fd_shared)
+		return 0;
 	return klock_drop(lock->fd, lock->kinds);
 }
 
