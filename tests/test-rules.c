@@ -187,6 +187,51 @@ START_TEST(release_frees_forked_worker)
 }
 END_TEST
 
+/* Holds, keeps a copy of its descriptor (from pidlock_fd()), releases
+ * on 'R' and keeps the copy open until told. */
+static int holder_with_dup(struct tu_child *c, void *arg)
+{
+	struct pidlock *l;
+	int copy;
+
+	if (pidlock_new(&l, arg, 0) < 0 || pidlock_acquire(l, 0) < 0)
+		return 2;
+	copy = dup(pidlock_fd(l));
+	if (copy < 0)
+		return 3;
+	tu_signal(c, 'L');
+	if (tu_wait_parent(c) != 'R' || pidlock_release(l) < 0)
+		return 4;
+	tu_signal(c, 'F');
+	tu_wait_parent(c);
+	close(copy);
+	pidlock_free(l);
+	return 0;
+}
+
+/* The same for a copy of the descriptor: the release drops the locks it
+ * shares, without any fork. */
+START_TEST(release_frees_descriptor_copy)
+{
+	char *p = tu_path("a.lock");
+	struct tu_child h, w;
+
+	tu_spawn(&h, holder_with_dup, p);
+	ck_assert_int_eq(tu_wait_signal(&h), 'L');
+	tu_spawn(&w, blocking_waiter, p);
+	ck_assert_int_eq(tu_wait_signal(&w), 'W');
+	ck_assert_int_eq(signal_within(&w, 200), 0);
+	tu_tell(&h, 'R');
+	ck_assert_int_eq(tu_wait_signal(&h), 'F');
+	ck_assert_msg(signal_within(&w, 2000) == 'L',
+		      "the blocked waiter still waits on the copy");
+	tu_tell(&w, 'X');
+	ck_assert_int_eq(tu_join(&w), 0);
+	tu_tell(&h, 'X');
+	ck_assert_int_eq(tu_join(&h), 0);
+}
+END_TEST
+
 static int daemon_like(struct tu_child *c, void *arg)
 {
 	struct pidlock *l = arg;
@@ -807,6 +852,7 @@ static Suite *rules_suite(void)
 	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
 	tcase_add_test(tc, final_check_after_grace);
 	tcase_add_test(tc, release_frees_forked_worker);
+	tcase_add_test(tc, release_frees_descriptor_copy);
 	tcase_add_test(tc, daemonize_close_then_release);
 	tcase_add_test(tc, no_spin_kept_fd_then_spec_holder);
 	tcase_add_test(tc, no_spin_four_waiters);
