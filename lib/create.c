@@ -12,9 +12,9 @@
  *    lock's real path, and the file never has a second name;
  *  - an O_TMPFILE linked with linkat(2): no second name either, but the
  *    descriptor shows "/dir/#ino (deleted)";
- *  - the path itself, created with O_EXCL, locked at once, then written:
- *    for a moment the file is empty and unlocked, which rule C's grace
- *    covers, as for a spec-only peer.  Never a link(2) of a named temp
+ *  - the path itself, created with O_EXCL, written, then locked: for a
+ *    moment the file is empty, then unlocked, which rules C and A cover,
+ *    as for a spec-only peer and a holder that is gone.  Never a link(2) of a named temp
  *    file: file systems that lack both calls above are often FUSE file
  *    systems built on paths (bindfs), which give each name its own
  *    inode, so the holder's locks would not be on the file at the path.
@@ -233,28 +233,27 @@ static int create_unnamed(struct pidlock *lock)
 }
 
 /*
- * Lock before writing: an acquirer that opens the file in between meets
- * our locks; one that took them first holds an empty young file, which
- * it waits on for the grace period, and we give way to it.  Nothing is
- * then ours to remove: the file at the path is its.
+ * Write, then lock: an acquirer that opens the file first finds our
+ * record, marker and all, takes it for a holder that is gone, and takes
+ * it over; refused the locks, we give way and leave it to it.  (Locking
+ * first would leave it an empty file, which it would keep for good as an
+ * inode-blind locker's.)  Only a reader in the instant between the create
+ * and the write sees the file empty: rule C's grace covers that.
  */
 static int create_in_place(struct pidlock *lock)
 {
 	int fd = open(lock->path, O_CREAT | O_EXCL | OPEN_FLAGS, lock->mode);
-	unsigned int busy = 0;
 	int r;
 
 	if (fd < 0)
 		return -errno;
-	r = klock_take(fd, lock->kinds, false, &busy);
-	if (r == -EWOULDBLOCK) {
+	r = prepare(lock, fd, true);
+	if (r == -EAGAIN) {
 		close_keep_errno(fd);
 		return -EEXIST;
 	}
-	if (r == 0)
-		r = prepare(lock, fd, false);
 	if (r < 0) {
-		/* Still ours (locked, at the path): take it back. */
+		/* Nobody took it from us: still ours to take back. */
 		(void)unlink(lock->path);
 		close_keep_errno(fd);
 		return r;
