@@ -65,21 +65,24 @@ static void abandoned(const char *path)
 	tu_write(path, buf);
 }
 
-/* Can another process take `kind` on path right now?  1 yes, 0 no. */
-static int other_can_lock(const char *path, unsigned int kind)
+/* Can another process take `kind` (exclusive, or `shared`) on path right
+ * now?  1 yes, 0 no. */
+static int other_can_lock(const char *path, unsigned int kind, bool shared)
 {
 	pid_t pid = fork();
 	int st;
 
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		struct flock fl = { .l_type = shared ? F_RDLCK : F_WRLCK,
+				    .l_whence = SEEK_SET };
 		int fd = open(path, O_RDWR | O_CLOEXEC);
 
 		if (fd < 0)
 			_exit(2);
 		if (kind == PIDLOCK_KIND_FLOCK)
-			_exit(flock(fd, LOCK_EX | LOCK_NB) == 0 ? 1 : 0);
+			_exit(flock(fd, (shared ? LOCK_SH : LOCK_EX) |
+					LOCK_NB) == 0 ? 1 : 0);
 		_exit(fcntl(fd, F_OFD_SETLK, &fl) == 0 ? 1 : 0);
 	}
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
@@ -436,19 +439,52 @@ START_TEST(probe_leaves_other_kind_free)
 	abandoned(p);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert(names_us(p));
-	ck_assert_msg(other_can_lock(p, PIDLOCK_KIND_FLOCK) == 1,
+	ck_assert_msg(other_can_lock(p, PIDLOCK_KIND_FLOCK, false) == 1,
 		      "an OFD-only takeover left flock held by its probe");
-	ck_assert_int_eq(other_can_lock(p, PIDLOCK_KIND_OFD), 0);
+	ck_assert_int_eq(other_can_lock(p, PIDLOCK_KIND_OFD, false), 0);
 	pidlock_free(l);
 
 	l = tu_new(p, PIDLOCK_FLOCK_ONLY);
 	abandoned(p);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert(names_us(p));
-	ck_assert_msg(other_can_lock(p, PIDLOCK_KIND_OFD) == 1,
+	ck_assert_msg(other_can_lock(p, PIDLOCK_KIND_OFD, false) == 1,
 		      "a flock-only takeover left the OFD lock held");
-	ck_assert_int_eq(other_can_lock(p, PIDLOCK_KIND_FLOCK), 0);
+	ck_assert_int_eq(other_can_lock(p, PIDLOCK_KIND_FLOCK, false), 0);
 	pidlock_free(l);
+}
+END_TEST
+
+/* ---- the kernel locks are exclusive --------------------------------- */
+
+/* Rule "held": a holder's kernel locks are write locks.  Another holder
+ * of the same single kind is kept out (rule A's test of the other kind
+ * cannot help there), and so is a shared lock of either family. */
+START_TEST(single_kind_holders_exclude)
+{
+	static const unsigned int flags[] = {
+		PIDLOCK_FLOCK_ONLY, PIDLOCK_OFD_ONLY, 0
+	};
+
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		const char *p = tu_path("a.lock");
+		struct pidlock *l = tu_new(p, flags[i] | PIDLOCK_NO_SYNC);
+		struct tu_child c;
+
+		tu_hold(&c, p, flags[i]);
+		ck_assert_msg(pidlock_acquire(l, 0) == -EWOULDBLOCK,
+			      "flags %#x: two holders at once", flags[i]);
+		if (flags[i] != PIDLOCK_OFD_ONLY)
+			ck_assert_int_eq(other_can_lock(p, PIDLOCK_KIND_FLOCK,
+							true), 0);
+		if (flags[i] != PIDLOCK_FLOCK_ONLY)
+			ck_assert_int_eq(other_can_lock(p, PIDLOCK_KIND_OFD,
+							true), 0);
+		tu_tell(&c, 'R');
+		ck_assert_int_eq(tu_join(&c), 0);
+		ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+		pidlock_free(l);
+	}
 }
 END_TEST
 
@@ -842,6 +878,7 @@ int main(void)
 	tcase_add_test(tc, recheck_after_other_kinds);
 	tcase_add_test(tc, exec_does_not_carry_lock);
 	tcase_add_test(tc, probe_leaves_other_kind_free);
+	tcase_add_test(tc, single_kind_holders_exclude);
 	tcase_add_test(tc, repair_removes_only_own_temp);
 	tcase_add_test(tc, refresh_never_torn);
 	tcase_add_test(tc, lease_does_not_hang);
