@@ -2,7 +2,7 @@
 # make check-mutations: each rule of tests/mutations/mutations.txt removed
 # from a scratch copy of lib/ in turn must turn the suite red, and the
 # test named for it must be among the failures.  Not part of `make check`
-# (about 8 minutes on 2 cores).  MUTATIONS="1 5a" runs some;
+# (10 to 15 minutes on 2 cores).  MUTATIONS="1 5a" runs some;
 # MUTATION_TESTS=all runs the whole `make check` for each.
 EXTRA_DIST += tests/mutations/run.sh tests/mutations/apply.pl \
 	tests/mutations/mutations.txt
