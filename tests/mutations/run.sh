@@ -1,0 +1,167 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# make check-mutations: remove each guarded rule from lib/ in turn and
+# check that the suite turns red, and which test catches it.
+#
+# The source tree (tracked and untracked files, with their working
+# changes) is copied to a scratch directory, configured and built once;
+# then, for each mutation of mutations.txt: apply it to the scratch copy,
+# rebuild (incremental), run the tests, record which failed, restore the
+# file.  The source tree itself is never written.
+#
+# Environment:
+#   MUTATIONS        ids to run (default: all in the table)
+#   MUTATION_TESTS   test programs to run (default: the library's Check
+#                    suites, the unlink race and the fault tests); "all"
+#                    for the whole `make check`
+#   MUTATION_DIR     scratch directory (default: a new one under $TMPDIR,
+#                    removed at the end unless KEEP_MUTATION_DIR=1)
+#   MUTATION_TIMEOUT seconds for one mutation's test run (default 600)
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+table=$here/mutations.txt
+apply="perl $here/apply.pl $table"
+jobs=$(nproc 2>/dev/null || echo 2)
+default_tests="tests/test-content tests/test-lock tests/test-wait \
+tests/test-interop tests/test-guards tests/test-hostile \
+tests/test-content-hostile tests/torture/test-unlink-race \
+tests/fault/test-fault"
+tests=${MUTATION_TESTS:-$default_tests}
+timeout=${MUTATION_TIMEOUT:-600}
+
+die() { echo "check-mutations: $*" >&2; exit 2; }
+
+list=$($apply list) || die "cannot read $table"
+ids=${MUTATIONS:-$(echo "$list" | cut -f1)}
+
+if [ -n "${MUTATION_DIR:-}" ]; then
+	work=$MUTATION_DIR
+	rm -rf "$work" && mkdir -p "$work" || die "cannot make $work"
+else
+	work=$(mktemp -d "${TMPDIR:-/tmp}/pidlock-mutations.XXXXXX") ||
+		die "mktemp failed"
+fi
+cleanup() { [ "${KEEP_MUTATION_DIR:-0}" = 1 ] || rm -rf "$work"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The scratch tree is configured without -Werror: a removed line may
+# leave an unused variable; that is not what is tested.  With the default
+# test list only the library and those programs are rebuilt (relinking
+# every program of `make all` and `make check` would double the time).
+build() {
+	if [ "$tests" = all ]; then
+		make -j"$jobs"
+	else
+		# shellcheck disable=SC2086
+		make -j"$jobs" lib/libpidlock.la tests/fault/libfaultshim.la $tests
+	fi
+}
+
+run_tests() {
+	if [ "$tests" = all ]; then
+		timeout "$timeout" make -k -j"$jobs" check >"$1" 2>&1
+	else
+		# shellcheck disable=SC2086
+		timeout "$timeout" make -k -j"$jobs" check-TESTS TESTS="$tests" \
+			>"$1" 2>&1
+	fi
+}
+
+start=$(date +%s)
+echo "check-mutations: scratch tree $work/src"
+mkdir -p "$work/src" "$work/orig"
+(cd "$src" && git ls-files -z --cached --others --exclude-standard) \
+	>"$work/files" 2>/dev/null || die "$src is not a git checkout"
+(cd "$src" && xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh \
+	<"$work/files" | xargs -0 cp --parents -t "$work/src") ||
+	die "copying the tree failed"
+
+cd "$work/src" || die "no $work/src"
+echo "check-mutations: configure and build (log: $work/build.log)"
+{ autoreconf -fi && ./configure && build; } >"$work/build.log" 2>&1 ||
+	die "the unmutated scratch tree does not build, see $work/build.log"
+
+# "prog:test prog:test ..." of the failed tests of the last run.
+failures() {
+	for trs in $(find tests -name '*.trs' | sort); do
+		t=${trs%.trs}
+		grep -q '^:test-result: \(FAIL\|ERROR\)' "$trs" || continue
+		names=$(sed -n 's/^[^:]*:[0-9]*:[FE]:[^:]*:\([^:]*\):.*/\1/p' \
+			"$t.log" | sort -u)
+		if [ -n "$names" ]; then
+			for n in $names; do printf '%s:%s ' "${t#tests/}" "$n"; done
+		else
+			printf '%s ' "${t#tests/}"
+		fi
+	done
+}
+
+clean_results() { find tests -name '*.trs' -o -name '*.log' | \
+	grep -v '^tests/.*/corpus' | xargs rm -f; rm -f test-suite.log; }
+
+echo "check-mutations: baseline run of: $tests"
+clean_results
+run_tests "$work/baseline.log"
+base=$(failures)
+[ -z "$base" ] || die "the unmutated suite fails ($base); see $work/baseline.log"
+
+results=$work/results
+: >"$results"
+bad=0
+for id in $ids; do
+	line=$(echo "$list" | awk -F'\t' -v id="$id" '$1 == id')
+	[ -n "$line" ] || die "no mutation $id"
+	file=$(echo "$line" | cut -f2)
+	expect=$(echo "$line" | cut -f3)
+	what=$(echo "$line" | cut -f4)
+	t0=$(date +%s)
+	mkdir -p "$work/orig/$(dirname "$file")"
+	cp -p "$file" "$work/orig/$file"
+	if ! $apply apply "$id" "$work/src" 2>"$work/apply.err"; then
+		status="NO-LONGER-APPLIES"
+		caught=$(tr '\n' ' ' <"$work/apply.err")
+	elif ! build >"$work/build-$id.log" 2>&1; then
+		status="BUILD-FAILED"
+		caught="see $work/build-$id.log"
+	else
+		clean_results
+		run_tests "$work/check-$id.log"
+		caught=$(failures)
+		if [ -z "$caught" ]; then
+			status=MISSED
+		elif [ "$expect" = "*" ]; then
+			status=caught
+		else
+			status="caught-elsewhere"
+			for e in $expect; do
+				case " $caught" in
+				*":$e "*|*" $e "*|*"/$e "*) status=caught ;;
+				esac
+			done
+		fi
+	fi
+	cp -p "$work/orig/$file" "$file" && touch "$file"
+	[ "$status" = caught ] || bad=$((bad + 1))
+	# The guard first, then at most 6 others: S4-like mutations break all.
+	case $status in caught*|MISSED) n=$(echo "$caught" | wc -w) ;; *) n=0 ;; esac
+	shown=$(for w in $caught; do
+		for e in $expect; do case $w in *":$e"|"$e") echo "$w" ;; esac; done
+	done; for w in $caught; do echo "$w"; done)
+	shown=$(echo "$shown" | awk 'NF && !seen[$0]++' | head -n 7 | tr '\n' ' ')
+	[ "$n" -le 7 ] || shown="$shown(+$((n - 7)) more)"
+	[ "$n" -gt 0 ] || shown=$caught
+	printf '%s\t%s\t%s\t%ss\t%s\t%s\n' "$id" "$status" "$file" \
+		"$(($(date +%s) - t0))" "$what" "$shown" | tee -a "$results"
+done
+
+echo
+echo "check-mutations: $(wc -l <"$results") mutations, $bad not caught by their guard, $(($(date +%s) - start)) s"
+printf '%-4s %-18s %-16s %5s  %s\n' ID RESULT FILE TIME "RULE REMOVED / FAILING TESTS"
+while IFS='	' read -r id status file secs what caught; do
+	printf '%-4s %-18s %-16s %5s  %s\n' "$id" "$status" "$file" "$secs" "$what"
+	printf '%46s %s\n' "" "$caught" | fold -s -w 160
+done <"$results"
+[ "$bad" -eq 0 ]
