@@ -70,7 +70,8 @@ int same_inode(const char *path, int fd, struct stat *st)
  * have side effects on a device.  Symlinks and directories are left to
  * open(2) itself: O_NOFOLLOW refuses a symlink (ELOOP) even if one is
  * swapped in after the lstat, and O_RDWR a directory (EISDIR).
- * O_NONBLOCK keeps a FIFO swapped in late from hanging us.
+ * O_NONBLOCK keeps a FIFO swapped in late, or a lease (whose break an
+ * open would otherwise wait for), from hanging us.
  */
 static int open_existing(const char *path)
 {
@@ -383,6 +384,10 @@ int try_existing(struct pidlock *lock, int64_t deadline, int *fdp)
 		fd = open_existing(lock->path);
 		if (fd == -ENOENT)
 			return TRY_AGAIN;
+		/* A lease on the file: our open started its break; the file
+		 * is busy until its holder lets go, like any holder's. */
+		if (fd == -EWOULDBLOCK)
+			return TRY_BUSY;
 		if (fd < 0)
 			return fd;
 	}

@@ -144,6 +144,10 @@ PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0 && errno == ENOENT)
 		return 0;
+	/* A symlink swapped in after the lstat: the same answer as one
+	 * that was there before it. */
+	if (fd < 0 && errno == ELOOP)
+		return -ELOOP;
 	if (fd < 0)
 		return unreadable(info, &st, errno);
 	if (fstat(fd, &st) < 0 || (r = check_type(st.st_mode)) < 0) {

@@ -455,6 +455,48 @@ START_TEST(deadline_holds_against_churn)
 }
 END_TEST
 
+static int read_lease_holder(struct tu_child *c, void *arg)
+{
+	int fd = open(arg, O_RDONLY | O_CLOEXEC);
+
+	signal(SIGIO, SIG_IGN);	/* the break notice: we do not give way */
+	if (fd < 0 || fcntl(fd, F_SETLEASE, F_RDLCK) < 0) {
+		tu_signal(c, 'N');
+		return 0;
+	}
+	tu_signal(c, 'L');
+	tu_wait_parent(c);
+	return 0;
+}
+
+/* A lease on the lock file is a holder like any other: a timed acquire
+ * waits for it (and times out), it does not fail at once. */
+START_TEST(lease_is_busy_not_error)
+{
+	char *p = tu_path("a.lock");
+	struct pidlock *l = tu_new(p, 0);
+	struct tu_child c;
+	int r;
+
+	tu_write(p, "pid=1\ntimestamp=1\nlock=flock,ofd\n");
+	tu_spawn(&c, read_lease_holder, p);
+	if (tu_wait_signal(&c) != 'L') {
+		ck_assert_int_eq(tu_join(&c), 0);
+		fprintf(stderr, "lease_is_busy_not_error: no lease here, "
+			"not tested\n");
+		pidlock_free(l);
+		return;
+	}
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	r = pidlock_acquire(l, 300);
+	tu_tell(&c, 'X');
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_msg(r == -ETIMEDOUT, "a timed acquire on a leased file "
+		      "gave %d", r);
+	pidlock_free(l);
+}
+END_TEST
+
 /* ---- lock-file content: a user's file is never changed --------------- */
 
 struct snapshot {
@@ -858,6 +900,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(tc, no_spin_four_waiters);
 	tcase_add_test(tc, spec_holder_no_temp_per_poll);
 	tcase_add_test(tc, deadline_holds_against_churn);
+	tcase_add_test(tc, lease_is_busy_not_error);
 	tcase_add_loop_test(tc, user_file_never_changed, 0, UF_NFILES);
 	tcase_add_test(tc, locker_leftovers_taken);
 	tcase_add_test(tc, keep_rule);
