@@ -44,9 +44,23 @@ static int check_dir(struct pidlock *lock)
  * once per handle, on its first lock; where it fails, nothing we could
  * hold would exclude anybody.
  */
+/* Taking the lock the second description must be refused is the
+ * question: a query alone can be answered by a file system that then
+ * grants the lock all the same (bindfs forwarding locks).  We hold the
+ * lock meanwhile, so nobody else can be hurt by what we take. */
+static bool ofd_excludes(int fd)
+{
+	struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+
+	if (fcntl(fd, F_OFD_SETLK, &fl) < 0)
+		return errno == EAGAIN || errno == EACCES;
+	fl.l_type = F_UNLCK;
+	(void)fcntl(fd, F_OFD_SETLK, &fl);	/* the close drops it anyway */
+	return false;
+}
+
 static int check_fs(const struct pidlock *lock)
 {
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	struct stat st;
 	int fd, r = 0;
 
@@ -58,8 +72,7 @@ static int check_fs(const struct pidlock *lock)
 		r = -errno;
 	else if (st.st_dev != lock->dev || st.st_ino != lock->ino)
 		r = -ENOTSUP;
-	else if ((lock->kinds & PIDLOCK_KIND_OFD) &&
-		 (fcntl(fd, F_OFD_GETLK, &fl) < 0 || fl.l_type == F_UNLCK))
+	else if ((lock->kinds & PIDLOCK_KIND_OFD) && !ofd_excludes(fd))
 		r = -ENOLCK;
 	else if ((lock->kinds & PIDLOCK_KIND_FLOCK) &&
 		 klock_probe_flock(fd) != 1)
