@@ -176,6 +176,7 @@ PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
 PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,
 				  struct pidlock_info *info)
 {
+	bool elsewhere = false;
 	pid_t kpid = 0;
 	int k;
 
@@ -187,7 +188,13 @@ PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,
 	if (!info->kernel_locks)
 		return 0;
 	/* Only now pay for /proc/locks: the kernel's word on who holds it. */
-	k = klock_proc(lock->holder_dev, lock->holder_ino, &kpid, NULL, false);
+	k = klock_proc(lock->holder_dev, lock->holder_ino, &kpid, &elsewhere,
+		       false);
+	/* Held, as the acquire found; listed under another device (btrfs):
+	 * the row with our inode number names the holder. */
+	if (k <= 0 && elsewhere)
+		k = klock_proc(lock->holder_dev, lock->holder_ino, &kpid, NULL,
+			       true);
 	if (k > 0)
 		info->kernel_pid = kpid;
 	return 0;
