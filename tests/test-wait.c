@@ -246,8 +246,12 @@ static int counter_worker(struct tu_child *c, void *arg)
 		if (pwrite(fd, buf, (size_t)n, 0) != n)
 			return 5;
 		close(fd);
-		if (pidlock_release(l) != 0)
+		r = pidlock_release(l);
+		if (r != 0) {
+			fprintf(stderr, "counter worker: release: %s\n",
+				strerror(-r));
 			return 6;
+		}
 	}
 	pidlock_free(l);
 	return 0;
