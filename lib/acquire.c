@@ -66,6 +66,10 @@ static int check_fs(const struct pidlock *lock)
 
 	fd = open(lock->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
 			      O_NOCTTY);
+	/* A mode without read access for us (pidlock_set_mode(0200)):
+	 * nothing to ask with; the check is skipped, not failed. */
+	if (fd < 0 && errno == EACCES)
+		return 0;
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0)
@@ -164,6 +168,8 @@ static int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 				return 0;
 			if (r == -EAGAIN && retries++ < CREATE_RETRIES)
 				continue;
+			if (r != -EAGAIN)
+				retries = 0;
 			if (create_error_may_pass(r))
 				create_err = r;
 			else if (r != -EEXIST)
@@ -208,6 +214,8 @@ PIDLOCK_EXPORT int pidlock_acquire(struct pidlock *lock, int timeout_ms)
 	if (r < 0)
 		return r;
 	lock->have_holder = false;
+	/* Before any open: a fork from here on may share what we lock. */
+	lock->gen = fork_generation();
 	r = acquire_loop(lock, timeout_ms, &w, &fd);
 	drop_kept(&w, &fd);
 	watch_close(&w);

@@ -296,53 +296,102 @@ static bool prefix_of(const char *s, const char *end, const char *word)
 	return n <= strlen(word) && memcmp(s, word, n) == 0;
 }
 
-static bool cut_key_prefix(const char *s, const char *end, bool first)
+/* A later line that the end of the file cut: a prefix of a key we know. */
+static bool cut_key_prefix(const char *s, const char *end)
 {
 	static const char *const keys[] = { "pid", "timestamp", "released",
 					    "tag", "lock", "keep", "release" };
 
-	/* A spec writer, and we, write pid= first. */
-	if (first)
-		return prefix_of(s, end, "pid");
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (prefix_of(s, end, keys[i]))
 			return true;
 	return false;
 }
 
+/* Words and commas, as a later version may name other kinds. */
+static bool kinds_ok(const char *s, const char *end)
+{
+	for (; s < end; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_' || *s == ','))
+			return false;
+	return true;
+}
+
+static bool word_ok(const char *s, const char *end)
+{
+	for (; s < end; s++)
+		if (*s < 'a' || *s > 'z')
+			return false;
+	return true;
+}
+
 struct grammar {
 	bool first;		/* no line seen yet */
-	bool has_anchor;	/* a pid= or lock= line */
+	bool bare_first;	/* the first line was a bare pid */
+	bool has_pid;		/* a pid= line */
+	bool has_lock;		/* a lock= line naming a kind we know */
+	bool has_keys;		/* any key=value line */
 	bool has_unknown;	/* a key this version does not write */
 };
+
+/* A bare pid as pidfiles hold it: 1 .. PID_MAX_LIMIT. */
+static bool bare_pid_ok(const char *s, const char *end, bool cut)
+{
+	long long v = 0;
+
+	if (s == end || end - s > 7 || !all_digits(s, end))
+		return false;
+	for (; s < end; s++)
+		v = v * 10 + (*s - '0');
+	return cut || (v >= 1 && v <= 4194304);
+}
+
+static bool value_ok(const char *key, const char *eq, const char *v,
+		     const char *end, bool cut, struct grammar *g)
+{
+	if (token_is(key, eq, "pid") || token_is(key, eq, "timestamp") ||
+	    token_is(key, eq, "released"))
+		return all_digits(v, end) && (cut || v < end) && end - v <= 20;
+	if (token_is(key, eq, "lock")) {
+		if (!kinds_ok(v, end))
+			return false;
+		/* Our marker anchors a record only if it names a kind. */
+		if (parse_kinds(v, end))
+			g->has_lock = true;
+		return true;
+	}
+	if (token_is(key, eq, "keep"))
+		return all_digits(v, end) && (cut || v < end);
+	if (token_is(key, eq, "release"))
+		return word_ok(v, end);
+	return true;	/* tag: any text */
+}
 
 /* One trimmed, non-empty line; `cut`: the file ends inside it. */
 static bool line_ok(const char *s, const char *end, bool cut,
 		    struct grammar *g)
 {
 	const char *eq = memchr(s, '=', (size_t)(end - s));
-	int kind;
 
 	if (!eq) {
-		if (g->first && all_digits(s, end) && end - s <= 10)
-			return true;	/* a bare pid, or the start of one */
-		return cut && cut_key_prefix(s, end, g->first);
+		if (g->first && bare_pid_ok(s, end, cut)) {
+			g->bare_first = true;
+			return true;
+		}
+		/* A writer cut short: "pid=" at least on the first line. */
+		return cut && !g->first && cut_key_prefix(s, end);
 	}
-	kind = known_key(s, eq);
-	if (kind == KEY_NONE) {
-		if (g->first || !key_shaped(s, eq))
+	g->has_keys = true;
+	if (known_key(s, eq) == KEY_NONE) {
+		if (!key_shaped(s, eq))
 			return false;
 		g->has_unknown = true;
 		return true;
 	}
-	if (g->first && !token_is(s, eq, "pid") && !token_is(s, eq, "lock"))
-		return false;
-	if (token_is(s, eq, "pid") || token_is(s, eq, "lock"))
-		g->has_anchor = true;
-	if (kind == KEY_NUM)
-		return all_digits(eq + 1, end) && (cut || eq + 1 < end) &&
-		       end - eq - 1 <= 20;
-	return true;
+	if (token_is(s, eq, "pid"))
+		g->has_pid = true;
+	return value_ok(s, eq, eq + 1, end, cut, g);
 }
 
 /* Control characters other than white space are not text anybody's
@@ -391,7 +440,14 @@ bool content_is_lock_file(const char *data, size_t len, int64_t size)
 		}
 		p = nl ? nl + 1 : end;
 	}
-	return !g.has_unknown || g.has_anchor;
+	/* Key lines are a record only with its anchor: a pid= line, or
+	 * our marker; other keys only beside a pid=.  A bare pid stands
+	 * alone, or leads our PLAIN_PID record. */
+	if (g.has_keys && !g.has_pid && !g.has_lock)
+		return false;
+	if (g.has_unknown && !g.has_pid)
+		return false;
+	return !g.bare_first || !g.has_keys || g.has_pid;
 }
 
 /* Length of the valid UTF-8 sequence at s, or 0 if it is not one. */

@@ -12,9 +12,9 @@
  *    lock's real path, and the file never has a second name;
  *  - an O_TMPFILE linked with linkat(2): no second name either, but the
  *    descriptor shows "/dir/#ino (deleted)";
- *  - the path itself, created with O_EXCL, written, then locked: for a
- *    moment the file is empty, then unlocked, which rules C and A cover,
- *    as for a spec-only peer and a holder that is gone.  Never a link(2) of a named temp
+ *  - the path itself, created with O_EXCL, locked at once, then written:
+ *    for a moment the file is empty and unlocked, which rule C's grace
+ *    covers, as for a spec-only peer.  Never a link(2) of a named temp
  *    file: file systems that lack both calls above are often FUSE file
  *    systems built on paths (bindfs), which give each name its own
  *    inode, so the holder's locks would not be on the file at the path.
@@ -69,15 +69,14 @@ static int open_unnamed(struct pidlock *lock)
  * spec peer's cleanup deletes) and carries our pid, so that a later
  * acquirer can remove it if we die before publishing (leftover.c).
  */
-static int open_named(struct pidlock *lock, char *name, size_t size)
+static int open_named(struct pidlock *lock, pid_t pid, char *name,
+		      size_t size)
 {
-	long pid = (long)self_pid();
-
 	for (int tries = 0; tries < 100; tries++) {
 		unsigned int n = __atomic_fetch_add(&tmp_counter, 1,
 						    __ATOMIC_RELAXED);
 		int len = snprintf(name, size, "%s/" TMP_PREFIX "%ld-%u-%lx",
-				   lock->dir, pid, n,
+				   lock->dir, (long)pid, n,
 				   (unsigned long)now_ms());
 		int fd;
 
@@ -163,9 +162,8 @@ static int publish_rename(struct pidlock *lock, const char *tmp)
 	return -EAGAIN;
 }
 
-static int prepare(struct pidlock *lock, int fd, bool take_locks)
+static int prepare(struct pidlock *lock, int fd, pid_t pid, bool take_locks)
 {
-	pid_t pid = self_pid();
 	bool keep = lock->flags & PIDLOCK_KEEP_FILE;
 	size_t len = content_format(lock->buf, sizeof(lock->buf), pid,
 				    now_sec(), lock->tag, lock->kinds,
@@ -187,8 +185,6 @@ static int prepare(struct pidlock *lock, int fd, bool take_locks)
 	lock->dev = st.st_dev;
 	lock->ino = st.st_ino;
 	lock->writer = pid;
-	lock->gen = fork_generation();
-	lock->fd_shared = false;
 	lock->written = len;
 	lock->keep = keep;
 	return 0;
@@ -197,12 +193,13 @@ static int prepare(struct pidlock *lock, int fd, bool take_locks)
 static int create_named(struct pidlock *lock)
 {
 	char tmp[PATH_BUF];
-	int fd = open_named(lock, tmp, sizeof(tmp));
+	pid_t pid = getpid();
+	int fd = open_named(lock, pid, tmp, sizeof(tmp));
 	int r;
 
 	if (fd < 0)
 		return fd;
-	r = prepare(lock, fd, true);
+	r = prepare(lock, fd, pid, true);
 	if (r == 0)
 		r = publish_rename(lock, tmp);
 	if (r < 0) {
@@ -221,7 +218,7 @@ static int create_unnamed(struct pidlock *lock)
 
 	if (fd < 0)
 		return fd;
-	r = prepare(lock, fd, true);
+	r = prepare(lock, fd, getpid(), true);
 	if (r == 0)
 		r = publish_unnamed(lock, fd);
 	if (r < 0) {
@@ -233,28 +230,30 @@ static int create_unnamed(struct pidlock *lock)
 }
 
 /*
- * Write, then lock: an acquirer that opens the file first finds our
- * record, marker and all, takes it for a holder that is gone, and takes
- * it over; refused the locks, we give way and leave it to it.  (Locking
- * first would leave it an empty file, which it would keep for good as an
- * inode-blind locker's.)  Only a reader in the instant between the create
- * and the write sees the file empty: rule C's grace covers that.
+ * Lock, then write: we write only into a file we hold.  An acquirer that
+ * opens the file in between and wins the locks holds an empty, young
+ * file; it waits out rule C's grace for a write that never comes (we
+ * give way without writing) and then takes it over, keeping it as it
+ * keeps any empty file.  Only what we hold is ours to take back.
  */
 static int create_in_place(struct pidlock *lock)
 {
 	int fd = open(lock->path, O_CREAT | O_EXCL | OPEN_FLAGS, lock->mode);
+	unsigned int busy = 0;
 	int r;
 
 	if (fd < 0)
 		return -errno;
-	r = prepare(lock, fd, true);
-	if (r == -EAGAIN) {
+	r = klock_take(fd, lock->kinds, false, &busy);
+	if (r == -EWOULDBLOCK) {
 		close_keep_errno(fd);
 		return -EEXIST;
 	}
+	if (r == 0)
+		r = prepare(lock, fd, getpid(), false);
 	if (r < 0) {
-		/* Nobody took it from us: still ours to take back. */
-		(void)unlink(lock->path);
+		if (busy == 0)
+			(void)unlink(lock->path);	/* held by us: ours */
 		close_keep_errno(fd);
 		return r;
 	}

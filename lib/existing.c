@@ -259,7 +259,7 @@ static bool must_keep(const struct pidlock *lock, const struct content *c)
 static int takeover(struct pidlock *lock, int fd, const struct stat *st,
 		    const struct content *c)
 {
-	pid_t pid = self_pid();
+	pid_t pid = getpid();
 	bool keep = must_keep(lock, c);
 	size_t len = content_format(lock->buf, sizeof(lock->buf), pid,
 				    now_sec(), lock->tag, lock->kinds,
@@ -273,8 +273,6 @@ static int takeover(struct pidlock *lock, int fd, const struct stat *st,
 	lock->dev = st->st_dev;
 	lock->ino = st->st_ino;
 	lock->writer = pid;
-	lock->gen = fork_generation();
-	lock->fd_shared = false;
 	lock->written = len;
 	lock->keep = keep;
 	/* Its holder crashed: it may have left a temp file too. */

@@ -162,11 +162,6 @@ PIDLOCK_EXPORT int pidlock_fd(const struct pidlock *lock)
 		return -EINVAL;
 	if (lock->fd < 0)
 		return -ENOLCK;
-	/* A copy of the descriptor may share our open file description,
-	 * and with it the locks: release must then drop them explicitly.
-	 * The handle is the caller's own object (made by pidlock_new), so
-	 * this note may be written through the const view. */
-	((struct pidlock *)lock)->fd_shared = true;
 	return lock->fd;
 }
 

@@ -42,8 +42,7 @@ struct pidlock {
 	dev_t dev;		/* of the held file */
 	ino_t ino;
 	pid_t writer;		/* pid this handle last wrote into the file */
-	unsigned long gen;	/* fork generation when it wrote it */
-	bool fd_shared;		/* pidlock_fd() handed the descriptor out */
+	unsigned long gen;	/* fork generation when the acquire began */
 	size_t written;		/* bytes of content last written */
 	bool keep;		/* release leaves the inode at the path */
 	int link_mode;		/* how to publish a temp file, see create.c */
@@ -136,7 +135,6 @@ int try_existing(struct pidlock *lock, int64_t deadline, int *fdp);
 
 /* self.c */
 void self_init(void);
-pid_t self_pid(void);
 unsigned long fork_generation(void);
 
 /* leftover.c */

@@ -51,6 +51,10 @@ static void sweep_one(int dfd, const char *name)
 
 	if (!pid || pid_alive(pid))
 		return;
+	/* Never open what is not a plain file: a device has side effects. */
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(st.st_mode))
+		return;
 	fd = openat(dfd, name, OPEN_LEFTOVER);
 	if (fd < 0)
 		return;
@@ -64,9 +68,9 @@ static void sweep_one(int dfd, const char *name)
 
 void sweep_leftovers(const struct pidlock *lock)
 {
+	int saved = errno;
 	struct dirent *de;
 	DIR *d = opendir(lock->dir);
-	int saved = errno;
 
 	if (!d)
 		goto out;

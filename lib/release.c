@@ -48,7 +48,7 @@ PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
 
 	if (!lock)
 		return -EINVAL;
-	pid = self_pid();
+	pid = getpid();
 	r = check_held(lock);
 	if (r < 0)
 		return r;
@@ -59,7 +59,6 @@ PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
 	if (r < 0)
 		return r;
 	lock->writer = pid;
-	lock->gen = fork_generation();
 	lock->written = len;
 	return 0;
 }
@@ -87,10 +86,12 @@ PIDLOCK_EXPORT int pidlock_close(struct pidlock *lock)
 	return r;
 }
 
-static bool no_fork_since_write(const struct pidlock *lock)
+/* No fork since the acquire began, and we are the process that wrote
+ * last: nobody else can have written the record through this handle. */
+static bool record_is_ours(const struct pidlock *lock, pid_t self)
 {
 	return lock->gen != 0 && lock->gen == fork_generation() &&
-	       lock->writer == self_pid();
+	       lock->writer == self;
 }
 
 /*
@@ -102,17 +103,16 @@ static bool file_names_us(const struct pidlock *lock)
 {
 	char buf[CONTENT_READ_MAX];
 	struct content c;
+	pid_t self = getpid();
 	ssize_t n;
 
-	/* No fork since we wrote it: nobody else can have rewritten it
-	 * through a handle of ours, and our pid is the one written. */
-	if (no_fork_since_write(lock))
+	if (record_is_ours(lock, self))
 		return true;
 	n = read_bounded(lock->fd, buf, sizeof(buf));
 	if (n < 0)
 		return false;
 	content_parse(buf, (size_t)n, &c);
-	return c.pid == self_pid();
+	return c.pid == self;
 }
 
 /* The inode stays: say so in it, with no pid that could be misread. */
@@ -140,11 +140,8 @@ static int let_go(struct pidlock *lock)
 		r = unlink(lock->path) < 0 ? -errno : 0;
 	if (r < 0)
 		return r;
-	/* Closing our descriptor drops the locks, unless somebody shares
-	 * the open file description: a forked process, or a copy of the
-	 * descriptor made from pidlock_fd().  Then drop them for all. */
-	if (no_fork_since_write(lock) && !lock->fd_shared)
-		return 0;
+	/* Always, not only after a fork we know of: another thread may
+	 * fork while we close, and pidlock_fd() copies share the locks. */
 	return klock_drop(lock->fd, lock->kinds);
 }
 

@@ -120,14 +120,20 @@ END_TEST
 
 /* ---- release and forked sharers --------------------------------------- */
 
+struct worker_hold {
+	const char *path;
+	bool refresh;		/* refresh after the fork, before release */
+};
+
 /* Holds, forks a worker that only sleeps on the shared description,
  * releases on 'R'. */
 static int holder_with_worker(struct tu_child *c, void *arg)
 {
+	const struct worker_hold *wh = arg;
 	struct pidlock *l;
 	pid_t worker;
 
-	if (pidlock_new(&l, arg, 0) < 0 || pidlock_acquire(l, 0) < 0)
+	if (pidlock_new(&l, wh->path, 0) < 0 || pidlock_acquire(l, 0) < 0)
 		return 2;
 	worker = fork();
 	if (worker < 0)
@@ -136,6 +142,8 @@ static int holder_with_worker(struct tu_child *c, void *arg)
 		sleep(6);
 		_exit(0);
 	}
+	if (wh->refresh && pidlock_refresh(l) < 0)
+		return 5;
 	tu_signal(c, 'L');
 	if (tu_wait_parent(c) != 'R' || pidlock_release(l) < 0)
 		return 4;
@@ -168,9 +176,11 @@ static int blocking_waiter(struct tu_child *c, void *arg)
 START_TEST(release_frees_forked_worker)
 {
 	char *p = tu_path("a.lock");
+	/* _i 1: a refresh after the fork must not hide it. */
+	struct worker_hold wh = { p, _i == 1 };
 	struct tu_child h, w;
 
-	tu_spawn(&h, holder_with_worker, p);
+	tu_spawn(&h, holder_with_worker, &wh);
 	ck_assert_int_eq(tu_wait_signal(&h), 'L');
 	tu_spawn(&w, blocking_waiter, p);
 	ck_assert_int_eq(tu_wait_signal(&w), 'W');
@@ -537,7 +547,8 @@ static void same_file(const char *path, struct snapshot before,
 }
 
 enum user_file { UF_SCRIPT, UF_TEXT, UF_BINARY, UF_SPEC_THEN_TEXT,
-		 UF_BARE_X, UF_ENV, UF_NFILES };
+		 UF_BARE_X, UF_ENV, UF_INI, UF_EMPTY_LOCK_KEY, UF_NUMBER_KEYS,
+		 UF_WORD_PID, UF_NFILES };
 
 static void make_user_file(const char *path, enum user_file kind)
 {
@@ -548,6 +559,10 @@ static void make_user_file(const char *path, enum user_file kind)
 				      "and then the user's own notes\n",
 		[UF_BARE_X] = "x",
 		[UF_ENV] = "DB_USER=admin\nDB_PASS=secret\n",
+		[UF_INI] = "lock=yes\ntimeout=30\nuser=bob\n",
+		[UF_EMPTY_LOCK_KEY] = "lock=\nsecret_token=hunter2\n",
+		[UF_NUMBER_KEYS] = "8080\ntag=web\n",
+		[UF_WORD_PID] = "pid",
 	};
 	char *big;
 	int fd;
@@ -893,7 +908,7 @@ static Suite *rules_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
 	tcase_add_test(tc, final_check_after_grace);
-	tcase_add_test(tc, release_frees_forked_worker);
+	tcase_add_loop_test(tc, release_frees_forked_worker, 0, 2);
 	tcase_add_test(tc, release_frees_descriptor_copy);
 	tcase_add_test(tc, daemonize_close_then_release);
 	tcase_add_test(tc, no_spin_kept_fd_then_spec_holder);

@@ -231,7 +231,7 @@ static int counter_worker(struct tu_child *c, void *arg)
 	for (int i = 0; i < a->rounds; i++) {
 		char buf[32];
 		long v = 0;
-		int fd;
+		int fd, r;
 		ssize_t n;
 
 		if (pidlock_acquire(l, -1) != 0)
