@@ -153,8 +153,9 @@ static int spec_worker(struct tu_child *c, void *arg)
 			return 5;
 	}
 	/* Only one spec worker runs, so any incomplete file it read was
-	 * ours: the spec reader must never see that. */
-	return o.saw_incomplete ? 6 : 0;
+	 * ours: the spec reader must never see that, except where the file
+	 * system makes us publish in place (protocol.md, section 3). */
+	return o.saw_incomplete && !tu_in_place() ? 6 : 0;
 }
 
 static int shell_worker(struct tu_child *c, void *arg)

@@ -258,6 +258,29 @@ int tu_sh(const char *fmt, ...)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+bool tu_in_place(void)
+{
+	char a[4200], b[4200];
+	bool rename_ok;
+	int fd;
+
+	snprintf(a, sizeof(a), "%s/.tu-probe-a", tu_dir());
+	snprintf(b, sizeof(b), "%s/.tu-probe-b", tu_dir());
+	tu_write(a, "");
+	rename_ok = renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_NOREPLACE) == 0 ||
+		    errno != EINVAL;
+	unlink(a);
+	unlink(b);
+	if (rename_ok)
+		return false;
+	fd = open(tu_dir(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		close(fd);
+		return false;
+	}
+	return true;
+}
+
 void tu_run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);

@@ -58,6 +58,12 @@ void tu_hold(struct tu_child *c, const char *path, unsigned int flags);
 /* Run a shell command; returns its exit status. */
 int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Does the library publish in place in tu_dir() (no RENAME_NOREPLACE and
+ * no O_TMPFILE there: doc/protocol.md, section 3)?  Then a reader may see
+ * a new lock file empty for a moment, and a contended create may leave a
+ * kept file behind. */
+bool tu_in_place(void);
+
 void tu_run_suite(Suite *s) __attribute__((noreturn));
 
 #endif
