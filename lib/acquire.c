@@ -59,6 +59,14 @@ static bool ofd_excludes(int fd)
 	return false;
 }
 
+static bool locks_exclude(const struct pidlock *lock, int fd)
+{
+	if ((lock->kinds & PIDLOCK_KIND_OFD) && !ofd_excludes(fd))
+		return false;
+	return !(lock->kinds & PIDLOCK_KIND_FLOCK) ||
+	       klock_probe_flock(fd) == 1;
+}
+
 static int check_fs(const struct pidlock *lock)
 {
 	struct stat st;
@@ -76,10 +84,7 @@ static int check_fs(const struct pidlock *lock)
 		r = -errno;
 	else if (st.st_dev != lock->dev || st.st_ino != lock->ino)
 		r = -ENOTSUP;
-	else if ((lock->kinds & PIDLOCK_KIND_OFD) && !ofd_excludes(fd))
-		r = -ENOLCK;
-	else if ((lock->kinds & PIDLOCK_KIND_FLOCK) &&
-		 klock_probe_flock(fd) != 1)
+	else if (!locks_exclude(lock, fd))
 		r = -ENOLCK;
 	close_keep_errno(fd);
 	return r;

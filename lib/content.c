@@ -411,18 +411,20 @@ static bool text_ok(const char *s, size_t len)
 bool content_is_lock_file(const char *data, size_t len, int64_t size)
 {
 	struct grammar g = { .first = true };
-	const char *p = data, *end = data + len;
+	const char *p = data, *end;
 
 	if (size > PIDLOCK_CONTENT_MAX || len > PIDLOCK_CONTENT_MAX)
 		return false;
 	/* A crash can leave a write's blocks allocated but never filled
 	 * (zeros at the end, or nothing but zeros): a torn record. */
-	while (end > data && end[-1] == '\0')
-		end--;
+	while (len > 0 && data[len - 1] == '\0')
+		len--;
 	/* As content_parse(): a reference reader trims a BOM. */
-	if (end - p >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+	if (len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) {
 		p += 3;
-	len = (size_t)(end - p);
+		len -= 3;
+	}
+	end = p + len;
 	if (!text_ok(p, len))
 		return false;
 	while (p < end) {
