@@ -306,6 +306,9 @@ EXPORT int linkat(int ofd, const char *old, int nfd, const char *new, int fl)
 	return real_linkat(ofd, old, nfd, new, fl);
 }
 
+/* A C library without renameat2() (musl before 1.2.4): the library
+ * then makes the system call itself, which no shim can see. */
+#ifdef RENAME_NOREPLACE
 EXPORT int renameat2(int ofd, const char *old, int nfd, const char *new,
 		     unsigned int fl)
 {
@@ -323,6 +326,7 @@ EXPORT int renameat2(int ofd, const char *old, int nfd, const char *new,
 	}
 	return real_renameat2(ofd, old, nfd, new, fl);
 }
+#endif
 
 EXPORT int inotify_add_watch(int fd, const char *path, uint32_t mask)
 {

@@ -344,6 +344,11 @@ static void publish_runs(enum fault_fn fn, bool no_rename, bool no_tmpfile,
 
 START_TEST(test_named_path_runs)
 {
+#ifndef RENAME_NOREPLACE
+	/* No renameat2() in this C library: the shim cannot refuse it. */
+	printf("publish paths: not tested without renameat2() in libc\n");
+	return;
+#endif
 	publish_runs(FAULT_RENAMEAT2, false, false, 1, "renameat2(2)");
 	publish_runs(FAULT_LINKAT, true, false, 1, "linkat(2)");
 	publish_runs(FAULT_LINK, true, true, 0, "link(2)");
