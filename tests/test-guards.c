@@ -572,7 +572,7 @@ START_TEST(refresh_never_torn)
 
 	if (under_valgrind())
 		return;
-	ck_assert_int_eq(traced(refresher, (void *)r.path, read_at_entry, &r),
+	ck_assert_int_eq(traced(refresher, (void *)(uintptr_t)r.path, read_at_entry, &r),
 			 0);
 	ck_assert_int_gt(r.looks, 10);
 	ck_assert_msg(r.bad == 0, "spec reader saw a torn record %d times:\n%s",
@@ -616,7 +616,7 @@ static int acquire_within_2s(const char *path)
 	struct pollfd pfd;
 	struct tu_child a;
 
-	tu_spawn(&a, try_acquire, (void *)path);
+	tu_spawn(&a, try_acquire, (void *)(uintptr_t)path);
 	pfd.fd = a.from_child;
 	pfd.events = POLLIN;
 	if (poll(&pfd, 1, 2000) != 1) {
@@ -637,7 +637,7 @@ START_TEST(lease_does_not_hang)
 	int r;
 
 	abandoned(p);
-	tu_spawn(&c, lease_holder, (void *)p);
+	tu_spawn(&c, lease_holder, (void *)(uintptr_t)p);
 	if (tu_wait_signal(&c) != 'L') {
 		/* Leases refused here (file system, fs.leases-enable). */
 		fprintf(stderr, "lease_does_not_hang: no lease (status %d), "
@@ -690,7 +690,7 @@ START_TEST(fifo_swapped_in_late)
 		return;
 	abandoned(s.path);
 	ck_assert_int_eq(mkfifo(s.with, 0644), 0);
-	ck_assert_int_eq(traced(acquire_once, (void *)s.path, swap_at_open, &s),
+	ck_assert_int_eq(traced(acquire_once, (void *)(uintptr_t)s.path, swap_at_open, &s),
 			 0);
 	ck_assert(s.done);
 }
@@ -720,7 +720,7 @@ START_TEST(inspect_symlink_swapped_in_late)
 	abandoned(s.path);
 	tu_write(target, "pid=1\ntimestamp=1\ntag=TARGET\n");
 	ck_assert_int_eq(symlink(target, s.with), 0);
-	ck_assert_int_eq(traced(inspect_once, (void *)s.path, swap_at_open, &s),
+	ck_assert_int_eq(traced(inspect_once, (void *)(uintptr_t)s.path, swap_at_open, &s),
 			 0);
 	ck_assert(s.done);
 }
@@ -835,7 +835,7 @@ START_TEST(published_record_complete)
 
 	if (under_valgrind())
 		return;
-	ck_assert_int_eq(traced(acquire_cycles, (void *)r.path, read_at_entry,
+	ck_assert_int_eq(traced(acquire_cycles, (void *)(uintptr_t)r.path, read_at_entry,
 				&r), 0);
 	ck_assert_int_gt(r.looks, 0);
 	ck_assert_msg(r.bad == 0, "spec reader saw an incomplete file %d "
