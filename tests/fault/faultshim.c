@@ -97,16 +97,6 @@ EXPORT void fault_notmpfile(int on)
 	st.notmpfile = on;
 }
 
-static bool norename(void)
-{
-	if (st.norename < 0) {
-		const char *e = getenv("FAULT_NORENAME");
-
-		st.norename = e && e[0] == '1';
-	}
-	return st.norename;
-}
-
 EXPORT void fault_norename(int on)
 {
 	st.norename = on;
@@ -309,6 +299,16 @@ EXPORT int linkat(int ofd, const char *old, int nfd, const char *new, int fl)
 /* A C library without renameat2() (musl before 1.2.4): the library
  * then makes the system call itself, which no shim can see. */
 #ifdef RENAME_NOREPLACE
+static bool norename(void)
+{
+	if (st.norename < 0) {
+		const char *e = getenv("FAULT_NORENAME");
+
+		st.norename = e && e[0] == '1';
+	}
+	return st.norename;
+}
+
 EXPORT int renameat2(int ofd, const char *old, int nfd, const char *new,
 		     unsigned int fl)
 {
