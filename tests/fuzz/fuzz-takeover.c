@@ -156,7 +156,7 @@ static void write_file(const uint8_t *data, size_t size, int64_t mtime)
 
 static char *read_file(size_t *len)
 {
-	static char buf[PIDLOCK_CONTENT_MAX + 2];
+	static char buf[1 << 20];	/* more than any input */
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
@@ -204,12 +204,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	stale = content_is_spec(&c) && t - c.timestamp > STALE_SEC &&
 		!was_alive;
 	take = c.marker || !content_is_spec(&c) || stale;
-	keep = (flags & PIDLOCK_KEEP_FILE) ||
-	       (c.marker ? c.keep : !c.pid && !c.has_timestamp);
+	keep = (flags & PIDLOCK_KEEP_FILE) || (c.marker ? c.keep : c.empty);
 
 	REQUIRE(pidlock_inspect(path, &info, STALE_SEC) == 0);
 	REQUIRE(info.kernel_locks == 0);
-	REQUIRE(info.pid == (c.pid ? c.pid : c.bare_pid));
+	REQUIRE(info.pid == (c.released ? 0 : c.pid ? c.pid : c.bare_pid));
 	REQUIRE(info.marker == c.marker);
 	REQUIRE(strcmp(info.tag, c.tag) == 0);
 	/* Past mtimes only: a recent or future one keeps incomplete
@@ -228,7 +227,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (old_enough && alive(c.pid) == was_alive) {
 		enum pidlock_state want = c.marker
-			? (c.released ? PIDLOCK_STATE_FREE : PIDLOCK_STATE_ABANDONED)
+			? (c.released || c.exit_releases ? PIDLOCK_STATE_FREE
+							 : PIDLOCK_STATE_ABANDONED)
 			: !content_is_spec(&c)
 			? (c.empty ? PIDLOCK_STATE_FREE : PIDLOCK_STATE_ABANDONED)
 			: stale ? PIDLOCK_STATE_STALE : PIDLOCK_STATE_HELD_SPEC;
