@@ -286,6 +286,41 @@ START_TEST(daemonize_close_then_release)
 }
 END_TEST
 
+static int refreshing_child(struct tu_child *c, void *arg)
+{
+	struct pidlock *l = arg;
+
+	if (pidlock_refresh(l) < 0)
+		return 2;
+	tu_signal(c, 'O');	/* the record names us now */
+	if (tu_wait_parent(c) != 'R' || pidlock_release(l) < 0)
+		return 3;
+	return 0;
+}
+
+/* Rule "release": after a fork, release reads the record back.  A child
+ * that refreshed owns the lock; the parent's release must only close. */
+START_TEST(parent_release_after_child_refresh)
+{
+	char *p = tu_path("a.lock");
+	struct pidlock *l = tu_new(p, 0), *other = tu_new(p, 0);
+	struct tu_child c;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	tu_spawn(&c, refreshing_child, l);
+	ck_assert_int_eq(tu_wait_signal(&c), 'O');
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(tu_exists(p), "the parent removed its child's lock");
+	ck_assert_int_eq(pidlock_acquire(other, 0), -EWOULDBLOCK);
+	tu_tell(&c, 'R');
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert(!tu_exists(p));
+	ck_assert_int_eq(pidlock_acquire(other, 0), 0);
+	pidlock_free(other);
+	pidlock_free(l);
+}
+END_TEST
+
 /* ---- waits never spin ------------------------------------------------ */
 
 struct timed_wait {
@@ -911,6 +946,7 @@ static Suite *rules_suite(void)
 	tcase_add_loop_test(tc, release_frees_forked_worker, 0, 2);
 	tcase_add_test(tc, release_frees_descriptor_copy);
 	tcase_add_test(tc, daemonize_close_then_release);
+	tcase_add_test(tc, parent_release_after_child_refresh);
 	tcase_add_test(tc, no_spin_kept_fd_then_spec_holder);
 	tcase_add_test(tc, no_spin_four_waiters);
 	tcase_add_test(tc, spec_holder_no_temp_per_poll);
