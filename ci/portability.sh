@@ -71,6 +71,9 @@ run() {
 	echo "$me: $*"
 	"$@" >"$tmp/step.log" 2>&1 || {
 		tail -n 60 "$tmp/step.log" >&2
+		# The failing tests' own logs: the scratch tree goes on exit.
+		[ -f test-suite.log ] && sed -n '/^FAIL: \|^ERROR: /,$p' \
+			test-suite.log | head -n 200 >&2
 		die "failed: $*"
 	}
 }
