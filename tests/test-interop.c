@@ -180,6 +180,14 @@ START_TEST(spec_peer_counter)
 	struct job j = { tu_path("x.lock"), tu_path("counter"), 150, 0, 200 };
 	struct tu_child k[4];
 
+	/* In place (bindfs), a contended create leaves a kept file, which
+	 * spec peers take as held until stale: doc/protocol.md section 7
+	 * says the two do not mix there.  Not run; said so. */
+	if (tu_in_place()) {
+		printf("spec_peer_counter: not run: the library publishes in "
+		       "place in %s\n", tu_dir());
+		return;
+	}
 	tu_write(j.counter, "0\n");
 	tu_spawn(&k[0], spec_worker, &j);
 	for (int i = 1; i < 4; i++) {
