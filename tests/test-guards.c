@@ -570,6 +570,13 @@ START_TEST(refresh_never_torn)
 {
 	struct reader r = { tu_path("a.lock"), 0, refresh_tags, 0, 0, "" };
 
+	/* In place, the new file is empty for a moment by design
+	 * (doc/protocol.md, section 3): what this guards does not hold. */
+	if (tu_in_place()) {
+		fprintf(stderr, "refresh_never_torn: not run: the library publishes in "
+			"place here\n");
+		return;
+	}
 	if (under_valgrind())
 		return;
 	ck_assert_int_eq(traced(refresher, (void *)(uintptr_t)r.path, read_at_entry, &r),
@@ -833,6 +840,13 @@ START_TEST(published_record_complete)
 {
 	struct reader r = { tu_path("a.lock"), 0, NULL, 0, 0, "" };
 
+	/* In place, the new file is empty for a moment by design
+	 * (doc/protocol.md, section 3): what this guards does not hold. */
+	if (tu_in_place()) {
+		fprintf(stderr, "published_record_complete: not run: the library publishes in "
+			"place here\n");
+		return;
+	}
 	if (under_valgrind())
 		return;
 	ck_assert_int_eq(traced(acquire_cycles, (void *)(uintptr_t)r.path, read_at_entry,
