@@ -254,17 +254,21 @@ bool content_is_spec(const struct content *c)
  */
 enum { KEY_NONE, KEY_NUM, KEY_TEXT };
 
+/* Every key this library or the spec writes, and its value's kind. */
+static const struct {
+	const char *name;
+	int kind;
+} known_keys[] = {
+	{ "pid", KEY_NUM }, { "timestamp", KEY_NUM }, { "released", KEY_NUM },
+	{ "tag", KEY_TEXT }, { "lock", KEY_TEXT }, { "keep", KEY_TEXT },
+	{ "release", KEY_TEXT },
+};
+
 static int known_key(const char *s, const char *end)
 {
-	static const char *const num[] = { "pid", "timestamp", "released" };
-	static const char *const text[] = { "tag", "lock", "keep", "release" };
-
-	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
-		if (token_is(s, end, num[i]))
-			return KEY_NUM;
-	for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++)
-		if (token_is(s, end, text[i]))
-			return KEY_TEXT;
+	for (size_t i = 0; i < sizeof(known_keys) / sizeof(known_keys[0]); i++)
+		if (token_is(s, end, known_keys[i].name))
+			return known_keys[i].kind;
 	return KEY_NONE;
 }
 
@@ -299,11 +303,8 @@ static bool prefix_of(const char *s, const char *end, const char *word)
 /* A later line that the end of the file cut: a prefix of a key we know. */
 static bool cut_key_prefix(const char *s, const char *end)
 {
-	static const char *const keys[] = { "pid", "timestamp", "released",
-					    "tag", "lock", "keep", "release" };
-
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (prefix_of(s, end, keys[i]))
+	for (size_t i = 0; i < sizeof(known_keys) / sizeof(known_keys[0]); i++)
+		if (prefix_of(s, end, known_keys[i].name))
 			return true;
 	return false;
 }
