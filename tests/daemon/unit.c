@@ -890,6 +890,10 @@ START_TEST(refresher_across_fork)
 
 	ck_assert_int_eq(pidlock_daemon_open(&lock, path, 0, 0, NULL), 0);
 	ck_assert_int_eq(pidlock_daemon_refresher_start(&ref, lock, 200), 0);
+	/* Fork only once the thread has refreshed: a thread still starting
+	 * up may hold a sanitizer allocator lock, which fork(2) would copy
+	 * locked into the child (seen under check-asan as a hung child). */
+	ck_assert(wait_mtime_change(mtime_ns(path)));
 	ck_assert_int_eq(pipe2(up, O_CLOEXEC), 0);
 	ck_assert_int_eq(pipe2(down, O_CLOEXEC), 0);
 	pid = fork();
