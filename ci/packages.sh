@@ -73,13 +73,13 @@ src=$tmp/libpidlock-$version
 [ -d "$src/debian" ] || die "$tarball has no debian/ directory"
 
 # Every debian/ file under version control must be in the tarball
-# (PKG_DEBIAN_FILES in pkg.mk).
+# (PKG_DEBIAN_FILES in ci/Makemodule.am).
 srcdir=$(sed -n 's/^srcdir = //p' Makefile)
 if git -C "${srcdir:-.}" ls-files debian >"$tmp/git-debian" 2>/dev/null && [ -s "$tmp/git-debian" ]; then
 	(cd "$src" && find debian -type f | LC_ALL=C sort) >"$tmp/dist-debian"
 	LC_ALL=C sort -o "$tmp/git-debian" "$tmp/git-debian"
 	missing=$(LC_ALL=C comm -23 "$tmp/git-debian" "$tmp/dist-debian")
-	[ -z "$missing" ] || die "not in the tarball (add to PKG_DEBIAN_FILES in pkg.mk): $missing"
+	[ -z "$missing" ] || die "not in the tarball (add to PKG_DEBIAN_FILES in ci/Makemodule.am): $missing"
 fi
 cd "$src"
 

@@ -3,7 +3,7 @@
 #
 # The exported symbols, said three ways, must agree:
 #   lib/libpidlock.sym            the linker version script (the source)
-#   debian/libpidlock<N>.symbols  generated from it by abi/gen-symbols.sh
+#   debian/libpidlock<N>.symbols  generated from it by ci/abi/gen-symbols.sh
 #   the built libpidlock.so       what the linker really exported
 # and the Debian library package must be named after the soname, and no
 # version node may be newer than the package version.
@@ -48,8 +48,8 @@ if ! grep -q "^Package: $package\$" "$srcdir/debian/control"; then
 fi
 
 # 2. The symbols file is exactly what the version script gives.
-if ! "$srcdir/abi/gen-symbols.sh" "$srcdir/lib/libpidlock.sym" "$soname" "$package" >"$tmp/want"; then
-	bad "abi/gen-symbols.sh failed on lib/libpidlock.sym"
+if ! "$srcdir/ci/abi/gen-symbols.sh" "$srcdir/lib/libpidlock.sym" "$soname" "$package" >"$tmp/want"; then
+	bad "ci/abi/gen-symbols.sh failed on lib/libpidlock.sym"
 elif [ ! -r "$symbols" ]; then
 	bad "no $symbols; run make update-symbols"
 elif ! cmp -s "$tmp/want" "$symbols"; then
