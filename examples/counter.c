@@ -66,7 +66,7 @@ static int worker(int id, long rounds)
 
 		r = pidlock_acquire(lock, -1);
 		if (r < 0) {
-			fprintf(stderr, "worker %d: acquire: %s\n", id, strerror(-r));
+			(void)fprintf(stderr, "worker %d: acquire: %s\n", id, strerror(-r));
 			return 3;
 		}
 		fd = open(state_path, O_RDWR | O_CLOEXEC);
@@ -85,7 +85,7 @@ static int worker(int id, long rounds)
 		close(fd);
 		r = pidlock_release(lock);
 		if (r < 0) {
-			fprintf(stderr, "worker %d: release: %s\n", id, strerror(-r));
+			(void)fprintf(stderr, "worker %d: release: %s\n", id, strerror(-r));
 			return 6;
 		}
 	}
@@ -102,7 +102,7 @@ static pid_t start(int id, long rounds)
 
 __attribute__((noreturn)) static void usage(void)
 {
-	fprintf(stderr, "usage: counter [-p PROCS] [-n INCREMENTS] [-k KILLS] [-d DIR]\n");
+	(void)fprintf(stderr, "usage: counter [-p PROCS] [-n INCREMENTS] [-k KILLS] [-d DIR]\n");
 	exit(64);
 }
 
@@ -128,13 +128,13 @@ int main(int argc, char **argv)
 	}
 	if (procs < 1 || procs > MAX_PROCS || rounds < 1 || kills < 0)
 		usage();
-	snprintf(tmpl, sizeof(tmpl), "%s/pidlock-counter.XXXXXX", dir);
+	(void)snprintf(tmpl, sizeof(tmpl), "%s/pidlock-counter.XXXXXX", dir);
 	if (!mkdtemp(tmpl)) {
 		perror(tmpl);
 		return 1;
 	}
-	snprintf(lock_path, sizeof(lock_path), "%s/counter.lock", tmpl);
-	snprintf(state_path, sizeof(state_path), "%s/state", tmpl);
+	(void)snprintf(lock_path, sizeof(lock_path), "%s/counter.lock", tmpl);
+	(void)snprintf(state_path, sizeof(state_path), "%s/state", tmpl);
 	fd = open(state_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		perror(state_path);
@@ -145,10 +145,11 @@ int main(int argc, char **argv)
 	srand((unsigned int)getpid());
 	for (int i = 0; i < procs; i++)
 		pids[i] = start(i, rounds);
+	/* rand(): the victims and the pauses need no better randomness. */
 	for (int k = 0; k < kills; k++) {
-		int victim = rand() % procs;
+		int victim = rand() % procs; /* NOLINT(cert-msc30-c,cert-msc50-cpp) */
 
-		usleep((useconds_t)(2000 + rand() % 30000));
+		usleep((useconds_t)(2000 + rand() % 30000)); /* NOLINT(cert-msc30-c,cert-msc50-cpp) */
 		kill(pids[victim], SIGKILL);
 		waitpid(pids[victim], NULL, 0);
 		pids[victim] = start(victim, rounds);

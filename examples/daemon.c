@@ -30,7 +30,7 @@ static const char *prog = "daemon";
 
 static int fail(const char *what, int r)
 {
-	fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(-r));
+	(void)fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(-r));
 	return EXIT_FAILURE;
 }
 
@@ -47,7 +47,7 @@ static int parent(struct pidlock *lock, int ready)
 	pidlock_close(lock);
 	pidlock_free(lock);
 	if (n != 1) {
-		fprintf(stderr, "%s: the daemon failed to start\n", prog);
+		(void)fprintf(stderr, "%s: the daemon failed to start\n", prog);
 		return EXIT_FAILURE;
 	}
 	return EXIT_SUCCESS;
@@ -154,7 +154,7 @@ int main(int argc, char **argv)
 		} else if (opt == 'i' && atoi(optarg) > 0) {
 			interval_ms = (unsigned int)atoi(optarg);
 		} else {
-			fprintf(stderr, "usage: %s [-t] [-i MS] [PIDFILE]\n", prog);
+			(void)fprintf(stderr, "usage: %s [-t] [-i MS] [PIDFILE]\n", prog);
 			return 2;
 		}
 	}
@@ -162,12 +162,12 @@ int main(int argc, char **argv)
 
 	r = pidlock_daemon_open(&lock, path, 0, 0, &running);
 	if (r == -EEXIST && running > 0) {
-		fprintf(stderr, "%s: already running (pid %ld)\n", prog,
-			(long)running);
+		(void)fprintf(stderr, "%s: already running (pid %ld)\n", prog,
+			      (long)running);
 		return EXIT_FAILURE;
 	}
 	if (r == -EEXIST) {
-		fprintf(stderr, "%s: already running\n", prog);
+		(void)fprintf(stderr, "%s: already running\n", prog);
 		return EXIT_FAILURE;
 	}
 	if (r < 0)
