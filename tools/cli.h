@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* pidlock(1): shared declarations of the command-line tool. */
+/*
+ * pidlock(1): what the files of the tool share.  One file a mode, and
+ * the calls go one way only: main -> options, run, status, list, remove;
+ * run, list -> status; everything -> util; util -> nothing.
+ */
 #ifndef PIDLOCK_CLI_H
 #define PIDLOCK_CLI_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,39 +45,23 @@ struct opts {
 	char **cmd;		/* run mode: NULL-terminated argv */
 };
 
-/* options.c */
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+
+/* options.c: 0 run with *o; 1 done (--help, --version); -code: exit. */
 int parse_options(int argc, char **argv, struct opts *o);
 
-/* util.c */
-extern char program_name[];
-void warn_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void warn_path(const char *path, int err);
-void warn_file(const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-int open_std_fds(void);
-int exit_for_errno(int err);
-int fail_path(const char *path, int err);
-unsigned int stale_or_default(const struct opts *o);
-int make_lock(const struct opts *o, const char *path, struct pidlock **lockp);
-int finish_stdout(void);
-
-/* describe.c */
-void format_local_time(int64_t t, char *buf, size_t size);
-void format_age(int64_t seconds, char *buf, size_t size);
-void format_kinds(unsigned int kinds, char *buf, size_t size);
-void print_clean(FILE *f, const char *s);
-pid_t kernel_holder(const char *path, const struct pidlock_info *info);
-void describe_holder(const char *path, const struct pidlock_info *info,
-		     char *buf, size_t size);
-
-/* json.c */
-void json_string(FILE *f, const char *s);
-void json_info(FILE *f, const char *path, const struct pidlock_info *info,
-	       int error);
+/* run.c */
+int cmd_run(const struct opts *o);
+int acquire_lock(const struct opts *o, struct pidlock *lock, int timeout_ms,
+		 const char *refused);
 
 /* status.c */
-int status_exit(const struct pidlock_info *info);
 int cmd_status(const struct opts *o);
+void format_age(int64_t seconds, char *buf, size_t size);
+void format_kinds(unsigned int kinds, char *buf, size_t size);
+void describe_holder(const char *path, const struct pidlock_info *info,
+		     char *buf, size_t size);
+void json_info(const char *path, const struct pidlock_info *info, int error);
 
 /* list.c */
 int cmd_list(const struct opts *o);
@@ -80,15 +69,22 @@ int cmd_list(const struct opts *o);
 /* remove.c */
 int cmd_remove(const struct opts *o);
 
-/* acquire.c */
-int acquire_lock(const struct opts *o, struct pidlock *lock, int timeout_ms,
-		 const char *refused);
-
-/* run.c */
-int exec_failed(const char *cmd, int err);
-int cmd_run(const struct opts *o);
-
-/* child.c */
-int run_child(const struct opts *o, struct pidlock *lock);
+/* util.c */
+extern char program_name[];
+void out(FILE *f, const char *fmt, ...) PRINTF_LIKE(2, 3);
+void text_set(char *buf, size_t size, const char *fmt, ...) PRINTF_LIKE(3, 4);
+void text_add(char *buf, size_t size, const char *fmt, ...) PRINTF_LIKE(3, 4);
+void print_clean(FILE *f, const char *s);
+void warn_msgv(const char *fmt, va_list ap) PRINTF_LIKE(1, 0);
+void warn_msg(const char *fmt, ...) PRINTF_LIKE(1, 2);
+void warn_file(const char *path, const char *fmt, ...) PRINTF_LIKE(2, 3);
+void warn_path(const char *path, int err);
+int exit_for_errno(int err);
+int fail_path(const char *path, int err);
+int check_parent(const char *path);
+int open_std_fds(void);
+unsigned int stale_or_default(const struct opts *o);
+int make_lock(const struct opts *o, const char *path, struct pidlock **lockp);
+int finish_stdout(void);
 
 #endif

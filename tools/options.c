@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
  * so a command line in a crontab means the same everywhere. */
 #define SHELL_PATH "/bin/sh"
 
+/* Keys of the options that have no short letter. */
 enum {
 	OPT_TAG = 256,
 	OPT_PLAIN_PID,
@@ -34,42 +36,42 @@ enum {
 	OPT_MODE,
 };
 
-static const struct option long_options[] = {
-	{ "nonblock", no_argument, NULL, 'n' },
-	{ "timeout", required_argument, NULL, 'w' },
-	{ "conflict-exit-code", required_argument, NULL, 'E' },
-	{ "quiet-conflict", no_argument, NULL, 'q' },
-	{ "close", no_argument, NULL, 'o' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ "tag", required_argument, NULL, OPT_TAG },
-	{ "plain-pid", no_argument, NULL, OPT_PLAIN_PID },
-	{ "no-sync", no_argument, NULL, OPT_NO_SYNC },
-	{ "keep-file", no_argument, NULL, OPT_KEEP_FILE },
-	{ "flock-only", no_argument, NULL, OPT_FLOCK_ONLY },
-	{ "fcntl-only", no_argument, NULL, OPT_FCNTL_ONLY },
-	{ "stale", required_argument, NULL, OPT_STALE },
-	{ "exec", no_argument, NULL, OPT_EXEC },
-	{ "status", no_argument, NULL, OPT_STATUS },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "list", no_argument, NULL, OPT_LIST },
-	{ "remove", no_argument, NULL, OPT_REMOVE },
-	{ "mode", required_argument, NULL, OPT_MODE },
-	{ NULL, 0, NULL, 0 },
+/* Modes an option is allowed in, as bits. */
+enum {
+	M_RUN = 1 << MODE_RUN,
+	M_STATUS = 1 << MODE_STATUS,
+	M_LIST = 1 << MODE_LIST,
+	M_REMOVE = 1 << MODE_REMOVE,
+	M_ALL = M_RUN | M_STATUS | M_LIST | M_REMOVE,
 };
 
-/* Which modes take an option; checked after parsing, so the message can
- * name both the option and the mode. */
-enum { M_RUN = 1 << MODE_RUN, M_STATUS = 1 << MODE_STATUS,
-       M_LIST = 1 << MODE_LIST, M_REMOVE = 1 << MODE_REMOVE };
+struct optdef;
 
-struct seen {
-	const char *name;
-	unsigned int modes;
+#define MAX_OPTIONS 32
+
+/* What the parse has gathered so far. */
+struct parser {
+	struct opts *o;
+	const struct optdef *seen[MAX_OPTIONS];	/* each once, as first given */
+	int nseen;
+	int modes_given;
 };
 
-static void usage(FILE *f)
+/* Takes an option (arg: its argument or NULL): 0 go on, 1 done (--help,
+ * --version), -EX_USAGE with the message said. */
+typedef int setter(struct parser *p, const struct optdef *d, const char *arg);
+
+struct optdef {
+	const char *name;	/* long name without "--"; NULL: short only */
+	int key;		/* the short letter; above 255: long only */
+	int has_arg;		/* no_argument or required_argument */
+	setter *set;
+	unsigned int value;	/* set_flag: PIDLOCK_*; set_mode: a mode */
+	size_t field;		/* set_bool: offsetof the bool in opts */
+	unsigned int modes;	/* where it may be used */
+};
+
+static void usage(void)
 {
 	static const char *const synopsis[] = {
 		"[options] LOCKFILE COMMAND [ARG...]",
@@ -79,10 +81,10 @@ static void usage(FILE *f)
 		"--remove LOCKFILE...",
 	};
 
-	fputs("Usage:\n", f);
+	out(stdout, "Usage:\n");
 	for (size_t i = 0; i < sizeof(synopsis) / sizeof(synopsis[0]); i++)
-		fprintf(f, " %s %s\n", program_name, synopsis[i]);
-	fprintf(f,
+		out(stdout, " %s %s\n", program_name, synopsis[i]);
+	out(stdout,
 "\n"
 "Run a command while holding a lock file, or inspect and clean up lock files.\n"
 "\n"
@@ -121,17 +123,14 @@ static void usage(FILE *f)
 		PIDLOCK_DEFAULT_STALE_SEC);
 }
 
-static int __attribute__((format(printf, 1, 2)))
-usage_error(const char *fmt, ...)
+static int PRINTF_LIKE(1, 2) usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", program_name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	warn_msgv(fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry '%s --help' for more information.\n",
-		program_name);
+	out(stderr, "Try '%s --help' for more information.\n", program_name);
 	return -EX_USAGE;
 }
 
@@ -186,132 +185,224 @@ static int parse_mode(const char *s, unsigned int *out)
 	return 0;
 }
 
-static void set_mode(struct opts *o, enum mode m, int *modes_given)
+static int set_bool(struct parser *p, const struct optdef *d, const char *arg)
 {
-	o->mode = m;
-	(*modes_given)++;
+	(void)arg;
+	*(bool *)((char *)p->o + d->field) = true;
+	return 0;
 }
 
-/* Each option once: repeating one must not overflow the table. */
-static void note(struct seen *s, int *n, const char *name, unsigned int modes)
+static int set_flag(struct parser *p, const struct optdef *d, const char *arg)
 {
-	for (int i = 0; i < *n; i++)
-		if (s[i].name == name)
-			return;
-	s[*n].name = name;
-	s[*n].modes = modes;
-	(*n)++;
+	(void)arg;
+	p->o->flags |= d->value;
+	return 0;
 }
 
-static int parse_one(int c, struct opts *o, struct seen *seen, int *nseen,
-		     int *modes_given)
+static int set_mode(struct parser *p, const struct optdef *d, const char *arg)
+{
+	(void)arg;
+	p->o->mode = (enum mode)d->value;
+	p->modes_given++;
+	return 0;
+}
+
+static int set_nonblock(struct parser *p, const struct optdef *d,
+			const char *arg)
+{
+	(void)d;
+	(void)arg;
+	p->o->timeout_ms = 0;
+	p->o->timeout_set = true;
+	return 0;
+}
+
+static int set_timeout(struct parser *p, const struct optdef *d,
+		       const char *arg)
+{
+	(void)d;
+	if (parse_seconds(arg, &p->o->timeout_ms) < 0)
+		return usage_error("invalid timeout '%s' (seconds from 0 to "
+				   "%d.%03d, fractions allowed)", arg,
+				   INT_MAX / 1000, INT_MAX % 1000);
+	p->o->timeout_set = true;
+	return 0;
+}
+
+static int set_conflict_code(struct parser *p, const struct optdef *d,
+			     const char *arg)
 {
 	unsigned long v;
 
-	switch (c) {
-	case 'n':
-		o->timeout_ms = 0;
-		o->timeout_set = true;
-		note(seen, nseen, "--nonblock", M_RUN | M_REMOVE);
-		return 0;
-	case 'w':
-		if (parse_seconds(optarg, &o->timeout_ms) < 0)
-			return usage_error("invalid timeout '%s' (seconds from 0 to "
-					   "%d.%03d, fractions allowed)", optarg,
-					   INT_MAX / 1000, INT_MAX % 1000);
-		o->timeout_set = true;
-		note(seen, nseen, "--timeout", M_RUN | M_REMOVE);
-		return 0;
-	case 'E':
-		if (parse_uint(optarg, 255, &v) < 0)
-			return usage_error("invalid conflict exit code '%s' (0..255)", optarg);
-		o->conflict_code = (int)v;
-		note(seen, nseen, "--conflict-exit-code", M_RUN | M_REMOVE);
-		return 0;
-	case 'q':
-		o->quiet = true;
-		note(seen, nseen, "--quiet-conflict", M_RUN | M_REMOVE);
-		return 0;
-	case 'o':
-		o->close_fd = true;
-		note(seen, nseen, "--close", M_RUN);
-		return 0;
-	case 'v':
-		o->verbose = true;
-		return 0;
-	case 'h':
-		usage(stdout);
-		return 1;
-	case 'V':
-		printf("%s (%s) %s\n", program_name, PACKAGE_NAME, PACKAGE_VERSION);
-		return 1;
-	case OPT_TAG:
-		if (strlen(optarg) > PIDLOCK_TAG_MAX)
-			return usage_error("tag too long: %zu bytes, at most %d",
-					   strlen(optarg), PIDLOCK_TAG_MAX);
-		o->tag = optarg;
-		note(seen, nseen, "--tag", M_RUN);
-		return 0;
-	case OPT_PLAIN_PID:
-		o->flags |= PIDLOCK_PLAIN_PID;
-		note(seen, nseen, "--plain-pid", M_RUN);
-		return 0;
-	case OPT_NO_SYNC:
-		o->flags |= PIDLOCK_NO_SYNC;
-		note(seen, nseen, "--no-sync", M_RUN);
-		return 0;
-	case OPT_KEEP_FILE:
-		o->flags |= PIDLOCK_KEEP_FILE;
-		note(seen, nseen, "--keep-file", M_RUN);
-		return 0;
-	case OPT_FLOCK_ONLY:
-		o->flags |= PIDLOCK_FLOCK_ONLY;
-		note(seen, nseen, "--flock-only", M_RUN);
-		return 0;
-	case OPT_FCNTL_ONLY:
-		o->flags |= PIDLOCK_OFD_ONLY;
-		note(seen, nseen, "--fcntl-only", M_RUN);
-		return 0;
-	case OPT_STALE:
-		if (parse_uint(optarg, UINT_MAX, &v) < 0 || v == 0)
-			return usage_error("invalid stale timeout '%s' (whole seconds "
-					   "from 1 to %u)", optarg, UINT_MAX);
-		o->stale_sec = (unsigned int)v;
-		return 0;
-	case OPT_MODE:
-		if (parse_mode(optarg, &o->mode_bits) < 0)
-			return usage_error("invalid mode '%s' (octal, read and write "
-					   "bits only: 0 to 0666, such as 0600)",
-					   optarg);
-		o->mode_set = true;
-		note(seen, nseen, "--mode", M_RUN);
-		return 0;
-	case OPT_EXEC:
-		o->exec = true;
-		note(seen, nseen, "--exec", M_RUN);
-		return 0;
-	case OPT_STATUS:
-		set_mode(o, MODE_STATUS, modes_given);
-		return 0;
-	case OPT_LIST:
-		set_mode(o, MODE_LIST, modes_given);
-		return 0;
-	case OPT_REMOVE:
-		set_mode(o, MODE_REMOVE, modes_given);
-		return 0;
-	case OPT_JSON:
-		o->json = true;
-		note(seen, nseen, "--json", M_STATUS | M_LIST);
-		return 0;
-	case 'c':
-		return usage_error("%s goes after LOCKFILE: pidlock LOCKFILE -c 'COMMAND'",
-				   "-c");
-	default:
+	(void)d;
+	if (parse_uint(arg, 255, &v) < 0)
+		return usage_error("invalid conflict exit code '%s' (0..255)", arg);
+	p->o->conflict_code = (int)v;
+	return 0;
+}
+
+static int set_tag(struct parser *p, const struct optdef *d, const char *arg)
+{
+	(void)d;
+	if (strlen(arg) > PIDLOCK_TAG_MAX)
+		return usage_error("tag too long: %zu bytes, at most %d",
+				   strlen(arg), PIDLOCK_TAG_MAX);
+	p->o->tag = arg;
+	return 0;
+}
+
+static int set_stale(struct parser *p, const struct optdef *d, const char *arg)
+{
+	unsigned long v;
+
+	(void)d;
+	if (parse_uint(arg, UINT_MAX, &v) < 0 || v == 0)
+		return usage_error("invalid stale timeout '%s' (whole seconds "
+				   "from 1 to %u)", arg, UINT_MAX);
+	p->o->stale_sec = (unsigned int)v;
+	return 0;
+}
+
+static int set_file_mode(struct parser *p, const struct optdef *d,
+			 const char *arg)
+{
+	(void)d;
+	if (parse_mode(arg, &p->o->mode_bits) < 0)
+		return usage_error("invalid mode '%s' (octal, read and write "
+				   "bits only: 0 to 0666, such as 0600)", arg);
+	p->o->mode_set = true;
+	return 0;
+}
+
+static int show_help(struct parser *p, const struct optdef *d, const char *arg)
+{
+	(void)p;
+	(void)d;
+	(void)arg;
+	usage();
+	return 1;
+}
+
+static int show_version(struct parser *p, const struct optdef *d,
+			const char *arg)
+{
+	(void)p;
+	(void)d;
+	(void)arg;
+	out(stdout, "%s (%s) %s\n", program_name, PACKAGE_NAME, PACKAGE_VERSION);
+	return 1;
+}
+
+/* -c before LOCKFILE: the shell command form, in the wrong place. */
+static int misplaced_c(struct parser *p, const struct optdef *d,
+		       const char *arg)
+{
+	(void)p;
+	(void)d;
+	(void)arg;
+	return usage_error("%s goes after LOCKFILE: pidlock LOCKFILE -c 'COMMAND'",
+			   "-c");
+}
+
+#define BOOL(name, key, member, modes) \
+	{ name, key, no_argument, set_bool, 0, offsetof(struct opts, member), modes }
+#define FLAG(name, key, flag) \
+	{ name, key, no_argument, set_flag, flag, 0, M_RUN }
+#define MODE(name, key, mode) \
+	{ name, key, no_argument, set_mode, mode, 0, M_ALL }
+#define WITH_ARG(name, key, fn, modes) \
+	{ name, key, required_argument, fn, 0, 0, modes }
+#define CALL(name, key, fn, modes) \
+	{ name, key, no_argument, fn, 0, 0, modes }
+
+/*
+ * Every option: how it is spelled, what it sets, and with which modes it
+ * may be used.  The order is getopt_long's, which names the candidates
+ * of an ambiguous abbreviation in it.
+ */
+static const struct optdef options[] = {
+	CALL("nonblock", 'n', set_nonblock, M_RUN | M_REMOVE),
+	WITH_ARG("timeout", 'w', set_timeout, M_RUN | M_REMOVE),
+	WITH_ARG("conflict-exit-code", 'E', set_conflict_code, M_RUN | M_REMOVE),
+	BOOL("quiet-conflict", 'q', quiet, M_RUN | M_REMOVE),
+	BOOL("close", 'o', close_fd, M_RUN),
+	BOOL("verbose", 'v', verbose, M_ALL),
+	CALL("help", 'h', show_help, M_ALL),
+	CALL("version", 'V', show_version, M_ALL),
+	WITH_ARG("tag", OPT_TAG, set_tag, M_RUN),
+	FLAG("plain-pid", OPT_PLAIN_PID, PIDLOCK_PLAIN_PID),
+	FLAG("no-sync", OPT_NO_SYNC, PIDLOCK_NO_SYNC),
+	FLAG("keep-file", OPT_KEEP_FILE, PIDLOCK_KEEP_FILE),
+	FLAG("flock-only", OPT_FLOCK_ONLY, PIDLOCK_FLOCK_ONLY),
+	FLAG("fcntl-only", OPT_FCNTL_ONLY, PIDLOCK_OFD_ONLY),
+	WITH_ARG("stale", OPT_STALE, set_stale, M_ALL),
+	BOOL("exec", OPT_EXEC, exec, M_RUN),
+	MODE("status", OPT_STATUS, MODE_STATUS),
+	BOOL("json", OPT_JSON, json, M_STATUS | M_LIST),
+	MODE("list", OPT_LIST, MODE_LIST),
+	MODE("remove", OPT_REMOVE, MODE_REMOVE),
+	WITH_ARG("mode", OPT_MODE, set_file_mode, M_RUN),
+	CALL(NULL, 'c', misplaced_c, 0),
+};
+
+#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+_Static_assert(NOPTIONS <= MAX_OPTIONS, "struct parser must hold them all");
+
+/* getopt_long's view of the table: its long options and short letters.
+ * '+': stop at LOCKFILE, so the command's own options stay its own. */
+static void getopt_tables(struct option *longopts, char *shortopts)
+{
+	size_t nl = 0, ns = 0;
+
+	shortopts[ns++] = '+';
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		const struct optdef *d = &options[i];
+
+		if (d->name)
+			longopts[nl++] = (struct option){ d->name, d->has_arg,
+							  NULL, d->key };
+		if (d->key > 255)
+			continue;
+		shortopts[ns++] = (char)d->key;
+		if (d->has_arg)
+			shortopts[ns++] = ':';
+	}
+	longopts[nl] = (struct option){ NULL, 0, NULL, 0 };
+	shortopts[ns] = '\0';
+}
+
+static const struct optdef *find_option(int key)
+{
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (options[i].key == key)
+			return &options[i];
+	return NULL;
+}
+
+/* Each option is remembered once, however often it is given. */
+static void note(struct parser *p, const struct optdef *d)
+{
+	for (int i = 0; i < p->nseen; i++)
+		if (p->seen[i] == d)
+			return;
+	p->seen[p->nseen++] = d;
+}
+
+static int take_option(struct parser *p, int key)
+{
+	const struct optdef *d = find_option(key);
+	int r;
+
+	if (!d) {
 		/* getopt_long has printed what was wrong. */
-		fprintf(stderr, "Try '%s --help' for more information.\n",
-			program_name);
+		out(stderr, "Try '%s --help' for more information.\n",
+		    program_name);
 		return -EX_USAGE;
 	}
+	r = d->set(p, d, optarg);
+	if (r == 0)
+		note(p, d);
+	return r;
 }
 
 static const char *mode_name(enum mode m)
@@ -324,18 +415,18 @@ static const char *mode_name(enum mode m)
 	return names[m];
 }
 
-static int check_combinations(const struct opts *o, const struct seen *seen,
-			      int nseen)
+/* The first option given that its table entry does not allow with the
+ * mode is named; then the pairs that exclude each other. */
+static int check_combinations(const struct parser *p)
 {
-	char msg[128];
+	const struct opts *o = p->o;
 
-	for (int i = 0; i < nseen; i++) {
-		if (seen[i].modes & (1U << o->mode))
-			continue;
-		snprintf(msg, sizeof(msg), "%s cannot be used with %s",
-			 seen[i].name, mode_name(o->mode));
-		return usage_error("%s", msg);
-	}
+	if (p->modes_given > 1)
+		return usage_error("%s", "--status, --list and --remove exclude each other");
+	for (int i = 0; i < p->nseen; i++)
+		if (!(p->seen[i]->modes & (1U << o->mode)))
+			return usage_error("--%s cannot be used with %s",
+					   p->seen[i]->name, mode_name(o->mode));
 	if ((o->flags & PIDLOCK_FLOCK_ONLY) && (o->flags & PIDLOCK_OFD_ONLY))
 		return usage_error("%s", "--flock-only and --fcntl-only exclude each other");
 	if (o->exec && o->close_fd)
@@ -395,23 +486,21 @@ static int parse_operands(int argc, char **argv, struct opts *o)
 /* 0: run with *o; 1: done (--help, --version); -code: exit with code. */
 int parse_options(int argc, char **argv, struct opts *o)
 {
-	struct seen seen[sizeof(long_options) / sizeof(long_options[0])];
-	int nseen = 0, modes_given = 0;
-	int c, r;
+	struct option longopts[NOPTIONS + 1];
+	char shortopts[2 * NOPTIONS + 2];
+	struct parser p = { .o = o };
+	int key, r;
 
 	memset(o, 0, sizeof(*o));
 	o->timeout_ms = -1;
 	o->conflict_code = 1;
-	/* '+': stop at LOCKFILE, so the command's own options stay its own. */
-	while ((c = getopt_long(argc, argv, "+nw:E:qovhVc", long_options,
-				NULL)) != -1) {
-		r = parse_one(c, o, seen, &nseen, &modes_given);
+	getopt_tables(longopts, shortopts);
+	while ((key = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		r = take_option(&p, key);
 		if (r != 0)
 			return r;
 	}
-	if (modes_given > 1)
-		return usage_error("%s", "--status, --list and --remove exclude each other");
-	r = check_combinations(o, seen, nseen);
+	r = check_combinations(&p);
 	if (r < 0)
 		return r;
 	if (o->mode != MODE_RUN)

@@ -8,8 +8,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <libgen.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sysexits.h>
@@ -40,19 +38,10 @@ static int refuse(const struct opts *o, const char *path,
 /* Nothing to remove is success, unless the directory is wrong too. */
 static int absent(const struct opts *o, const char *path)
 {
-	char *copy = strdup(path);
-	struct stat st;
-	int err = 0;
+	int r = check_parent(path);
 
-	if (!copy)
-		return fail_path(path, ENOMEM);
-	if (stat(dirname(copy), &st) < 0)
-		err = errno;
-	else if (!S_ISDIR(st.st_mode))
-		err = ENOTDIR;
-	free(copy);
-	if (err)
-		return fail_path(path, err);
+	if (r < 0)
+		return fail_path(path, -r);
 	if (o->verbose)
 		warn_file(path, "no such file, nothing to remove");
 	return 0;
