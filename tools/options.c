@@ -7,7 +7,6 @@
 #include <stddef.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,31 +44,63 @@ enum {
 	M_ALL = M_RUN | M_STATUS | M_LIST | M_REMOVE,
 };
 
-struct optdef;
-
-#define MAX_OPTIONS 32
-
-/* What the parse has gathered so far. */
-struct parser {
-	struct opts *o;
-	const struct optdef *seen[MAX_OPTIONS];	/* each once, as first given */
-	int nseen;
-	int modes_given;
+/* What an option does: the generic kinds are the table's own values. */
+enum kind {
+	SET_BOOL,	/* a bool in struct opts, at `field` */
+	SET_FLAG,	/* `value` into opts.flags */
+	SET_MODE,	/* `value` is the mode */
+	SET_BY_CALL,	/* call() checks and stores its argument */
 };
-
-/* Takes an option (arg: its argument or NULL): 0 go on, 1 done (--help,
- * --version), -EX_USAGE with the message said. */
-typedef int setter(struct parser *p, const struct optdef *d, const char *arg);
 
 struct optdef {
 	const char *name;	/* long name without "--"; NULL: short only */
 	int key;		/* the short letter; above 255: long only */
 	int has_arg;		/* no_argument or required_argument */
-	setter *set;
-	unsigned int value;	/* set_flag: PIDLOCK_*; set_mode: a mode */
-	size_t field;		/* set_bool: offsetof the bool in opts */
-	unsigned int modes;	/* where it may be used */
+	enum kind kind;
+	unsigned int value;
+	size_t field;
+	/* 0 go on, 1 done (--help, --version), -EX_USAGE when said why */
+	int (*call)(struct opts *o, const char *arg);
+	unsigned int modes;	/* the modes it may be used with */
 };
+
+/* After the synopsis; its %u is the default stale timeout. */
+#define HELP_TEXT \
+"\n" \
+"Run a command while holding a lock file, or inspect and clean up lock files.\n" \
+"\n" \
+"Options for running a command:\n" \
+" -n, --nonblock               fail at once if the lock is busy\n" \
+" -w, --timeout SECONDS        wait at most SECONDS (fractions allowed)\n" \
+" -E, --conflict-exit-code N   exit with N when the lock is busy (default 1)\n" \
+" -q, --quiet-conflict         exit 0 without a word when the lock is busy\n" \
+"     --tag TEXT               write TEXT into the lock file\n" \
+"     --plain-pid              write the bare pid as the first line\n" \
+"     --no-sync                do not sync the lock file to disk\n" \
+"     --keep-file              leave the lock file in place on release\n" \
+"     --mode OCTAL             mode of a new lock file (default 0644; 0600\n" \
+"                              keeps other users from blocking it)\n" \
+"     --flock-only             take only the flock(2) lock\n" \
+"     --fcntl-only             take only the fcntl(2) lock\n" \
+"     --stale SECONDS          stale timeout for spec-only holders (default %u)\n" \
+" -o, --close                  do not pass the lock descriptor to the command\n" \
+"     --exec                   run the command in place of pidlock, no fork\n" \
+" -v, --verbose                tell when waiting, for whom, and when locked\n" \
+"\n" \
+"Inspecting and cleaning up:\n" \
+"     --status                 show the state of each LOCKFILE, never lock it\n" \
+"     --list                   show the lock files in DIRECTORY\n" \
+"     --json                   with --status or --list: print JSON\n" \
+"     --remove                 delete each LOCKFILE if nobody holds it\n" \
+"\n" \
+" -h, --help                   show this help and exit\n" \
+" -V, --version                show the version and exit\n" \
+"\n" \
+"Exit status: the command's, or 128+N if signal N killed it; 1 (or -E N) if\n" \
+"the lock is busy; --status: 0 free, 1 held, 2 abandoned or stale;\n" \
+"64 usage, 65 not a lock file (nothing changed), 66 unusable lock file,\n" \
+"69 command cannot run, 71 system error, 77 permission denied.\n" \
+"See pidlock(1).\n"
 
 static void usage(void)
 {
@@ -84,55 +115,17 @@ static void usage(void)
 	out(stdout, "Usage:\n");
 	for (size_t i = 0; i < sizeof(synopsis) / sizeof(synopsis[0]); i++)
 		out(stdout, " %s %s\n", program_name, synopsis[i]);
-	out(stdout,
-"\n"
-"Run a command while holding a lock file, or inspect and clean up lock files.\n"
-"\n"
-"Options for running a command:\n"
-" -n, --nonblock               fail at once if the lock is busy\n"
-" -w, --timeout SECONDS        wait at most SECONDS (fractions allowed)\n"
-" -E, --conflict-exit-code N   exit with N when the lock is busy (default 1)\n"
-" -q, --quiet-conflict         exit 0 without a word when the lock is busy\n"
-"     --tag TEXT               write TEXT into the lock file\n"
-"     --plain-pid              write the bare pid as the first line\n"
-"     --no-sync                do not sync the lock file to disk\n"
-"     --keep-file              leave the lock file in place on release\n"
-"     --mode OCTAL             mode of a new lock file (default 0644; 0600\n"
-"                              keeps other users from blocking it)\n"
-"     --flock-only             take only the flock(2) lock\n"
-"     --fcntl-only             take only the fcntl(2) lock\n"
-"     --stale SECONDS          stale timeout for spec-only holders (default %u)\n"
-" -o, --close                  do not pass the lock descriptor to the command\n"
-"     --exec                   run the command in place of pidlock, no fork\n"
-" -v, --verbose                tell when waiting, for whom, and when locked\n"
-"\n"
-"Inspecting and cleaning up:\n"
-"     --status                 show the state of each LOCKFILE, never lock it\n"
-"     --list                   show the lock files in DIRECTORY\n"
-"     --json                   with --status or --list: print JSON\n"
-"     --remove                 delete each LOCKFILE if nobody holds it\n"
-"\n"
-" -h, --help                   show this help and exit\n"
-" -V, --version                show the version and exit\n"
-"\n"
-"Exit status: the command's, or 128+N if signal N killed it; 1 (or -E N) if\n"
-"the lock is busy; --status: 0 free, 1 held, 2 abandoned or stale;\n"
-"64 usage, 65 not a lock file (nothing changed), 66 unusable lock file,\n"
-"69 command cannot run, 71 system error, 77 permission denied.\n"
-"See pidlock(1).\n",
-		PIDLOCK_DEFAULT_STALE_SEC);
+	out(stdout, HELP_TEXT, PIDLOCK_DEFAULT_STALE_SEC);
 }
 
-static int PRINTF_LIKE(1, 2) usage_error(const char *fmt, ...)
+/* After a usage error: where to read how it goes. */
+static int try_help(void)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	warn_msgv(fmt, ap);
-	va_end(ap);
 	out(stderr, "Try '%s --help' for more information.\n", program_name);
 	return -EX_USAGE;
 }
+
+#define usage_error(...) (warn_msg(__VA_ARGS__), try_help())
 
 /* Seconds with an optional fraction, to milliseconds rounded up so a
  * tiny timeout never turns into "try once" by accident. */
@@ -185,135 +178,96 @@ static int parse_mode(const char *s, unsigned int *out)
 	return 0;
 }
 
-static int set_bool(struct parser *p, const struct optdef *d, const char *arg)
+static int set_nonblock(struct opts *o, const char *arg)
 {
 	(void)arg;
-	*(bool *)((char *)p->o + d->field) = true;
+	o->timeout_ms = 0;
+	o->timeout_set = true;
 	return 0;
 }
 
-static int set_flag(struct parser *p, const struct optdef *d, const char *arg)
+static int set_timeout(struct opts *o, const char *arg)
 {
-	(void)arg;
-	p->o->flags |= d->value;
-	return 0;
-}
-
-static int set_mode(struct parser *p, const struct optdef *d, const char *arg)
-{
-	(void)arg;
-	p->o->mode = (enum mode)d->value;
-	p->modes_given++;
-	return 0;
-}
-
-static int set_nonblock(struct parser *p, const struct optdef *d,
-			const char *arg)
-{
-	(void)d;
-	(void)arg;
-	p->o->timeout_ms = 0;
-	p->o->timeout_set = true;
-	return 0;
-}
-
-static int set_timeout(struct parser *p, const struct optdef *d,
-		       const char *arg)
-{
-	(void)d;
-	if (parse_seconds(arg, &p->o->timeout_ms) < 0)
+	if (parse_seconds(arg, &o->timeout_ms) < 0)
 		return usage_error("invalid timeout '%s' (seconds from 0 to "
 				   "%d.%03d, fractions allowed)", arg,
 				   INT_MAX / 1000, INT_MAX % 1000);
-	p->o->timeout_set = true;
+	o->timeout_set = true;
 	return 0;
 }
 
-static int set_conflict_code(struct parser *p, const struct optdef *d,
-			     const char *arg)
+static int set_conflict_code(struct opts *o, const char *arg)
 {
 	unsigned long v;
 
-	(void)d;
 	if (parse_uint(arg, 255, &v) < 0)
 		return usage_error("invalid conflict exit code '%s' (0..255)", arg);
-	p->o->conflict_code = (int)v;
+	o->conflict_code = (int)v;
 	return 0;
 }
 
-static int set_tag(struct parser *p, const struct optdef *d, const char *arg)
+static int set_tag(struct opts *o, const char *arg)
 {
-	(void)d;
 	if (strlen(arg) > PIDLOCK_TAG_MAX)
 		return usage_error("tag too long: %zu bytes, at most %d",
 				   strlen(arg), PIDLOCK_TAG_MAX);
-	p->o->tag = arg;
+	o->tag = arg;
 	return 0;
 }
 
-static int set_stale(struct parser *p, const struct optdef *d, const char *arg)
+static int set_stale(struct opts *o, const char *arg)
 {
 	unsigned long v;
 
-	(void)d;
 	if (parse_uint(arg, UINT_MAX, &v) < 0 || v == 0)
 		return usage_error("invalid stale timeout '%s' (whole seconds "
 				   "from 1 to %u)", arg, UINT_MAX);
-	p->o->stale_sec = (unsigned int)v;
+	o->stale_sec = (unsigned int)v;
 	return 0;
 }
 
-static int set_file_mode(struct parser *p, const struct optdef *d,
-			 const char *arg)
+static int set_file_mode(struct opts *o, const char *arg)
 {
-	(void)d;
-	if (parse_mode(arg, &p->o->mode_bits) < 0)
+	if (parse_mode(arg, &o->mode_bits) < 0)
 		return usage_error("invalid mode '%s' (octal, read and write "
 				   "bits only: 0 to 0666, such as 0600)", arg);
-	p->o->mode_set = true;
+	o->mode_set = true;
 	return 0;
 }
 
-static int show_help(struct parser *p, const struct optdef *d, const char *arg)
+static int show_help(struct opts *o, const char *arg)
 {
-	(void)p;
-	(void)d;
+	(void)o;
 	(void)arg;
 	usage();
 	return 1;
 }
 
-static int show_version(struct parser *p, const struct optdef *d,
-			const char *arg)
+static int show_version(struct opts *o, const char *arg)
 {
-	(void)p;
-	(void)d;
+	(void)o;
 	(void)arg;
 	out(stdout, "%s (%s) %s\n", program_name, PACKAGE_NAME, PACKAGE_VERSION);
 	return 1;
 }
 
 /* -c before LOCKFILE: the shell command form, in the wrong place. */
-static int misplaced_c(struct parser *p, const struct optdef *d,
-		       const char *arg)
+static int misplaced_c(struct opts *o, const char *arg)
 {
-	(void)p;
-	(void)d;
+	(void)o;
 	(void)arg;
 	return usage_error("%s goes after LOCKFILE: pidlock LOCKFILE -c 'COMMAND'",
 			   "-c");
 }
 
-#define BOOL(name, key, member, modes) \
-	{ name, key, no_argument, set_bool, 0, offsetof(struct opts, member), modes }
+#define BOOL(name, key, member, modes) { name, key, no_argument, \
+	SET_BOOL, 0, offsetof(struct opts, member), NULL, modes }
 #define FLAG(name, key, flag) \
-	{ name, key, no_argument, set_flag, flag, 0, M_RUN }
+	{ name, key, no_argument, SET_FLAG, flag, 0, NULL, M_RUN }
 #define MODE(name, key, mode) \
-	{ name, key, no_argument, set_mode, mode, 0, M_ALL }
-#define WITH_ARG(name, key, fn, modes) \
-	{ name, key, required_argument, fn, 0, 0, modes }
-#define CALL(name, key, fn, modes) \
-	{ name, key, no_argument, fn, 0, 0, modes }
+	{ name, key, no_argument, SET_MODE, mode, 0, NULL, M_ALL }
+#define CALL(name, key, has_arg, fn, modes) \
+	{ name, key, has_arg, SET_BY_CALL, 0, 0, fn, modes }
 
 /*
  * Every option: how it is spelled, what it sets, and with which modes it
@@ -321,32 +275,39 @@ static int misplaced_c(struct parser *p, const struct optdef *d,
  * of an ambiguous abbreviation in it.
  */
 static const struct optdef options[] = {
-	CALL("nonblock", 'n', set_nonblock, M_RUN | M_REMOVE),
-	WITH_ARG("timeout", 'w', set_timeout, M_RUN | M_REMOVE),
-	WITH_ARG("conflict-exit-code", 'E', set_conflict_code, M_RUN | M_REMOVE),
+	CALL("nonblock", 'n', no_argument, set_nonblock, M_RUN | M_REMOVE),
+	CALL("timeout", 'w', required_argument, set_timeout, M_RUN | M_REMOVE),
+	CALL("conflict-exit-code", 'E', required_argument, set_conflict_code,
+	     M_RUN | M_REMOVE),
 	BOOL("quiet-conflict", 'q', quiet, M_RUN | M_REMOVE),
 	BOOL("close", 'o', close_fd, M_RUN),
 	BOOL("verbose", 'v', verbose, M_ALL),
-	CALL("help", 'h', show_help, M_ALL),
-	CALL("version", 'V', show_version, M_ALL),
-	WITH_ARG("tag", OPT_TAG, set_tag, M_RUN),
+	CALL("help", 'h', no_argument, show_help, M_ALL),
+	CALL("version", 'V', no_argument, show_version, M_ALL),
+	CALL("tag", OPT_TAG, required_argument, set_tag, M_RUN),
 	FLAG("plain-pid", OPT_PLAIN_PID, PIDLOCK_PLAIN_PID),
 	FLAG("no-sync", OPT_NO_SYNC, PIDLOCK_NO_SYNC),
 	FLAG("keep-file", OPT_KEEP_FILE, PIDLOCK_KEEP_FILE),
 	FLAG("flock-only", OPT_FLOCK_ONLY, PIDLOCK_FLOCK_ONLY),
 	FLAG("fcntl-only", OPT_FCNTL_ONLY, PIDLOCK_OFD_ONLY),
-	WITH_ARG("stale", OPT_STALE, set_stale, M_ALL),
+	CALL("stale", OPT_STALE, required_argument, set_stale, M_ALL),
 	BOOL("exec", OPT_EXEC, exec, M_RUN),
 	MODE("status", OPT_STATUS, MODE_STATUS),
 	BOOL("json", OPT_JSON, json, M_STATUS | M_LIST),
 	MODE("list", OPT_LIST, MODE_LIST),
 	MODE("remove", OPT_REMOVE, MODE_REMOVE),
-	WITH_ARG("mode", OPT_MODE, set_file_mode, M_RUN),
-	CALL(NULL, 'c', misplaced_c, 0),
+	CALL("mode", OPT_MODE, required_argument, set_file_mode, M_RUN),
+	CALL(NULL, 'c', no_argument, misplaced_c, 0),
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
-_Static_assert(NOPTIONS <= MAX_OPTIONS, "struct parser must hold them all");
+
+/* What the parse has gathered besides struct opts. */
+struct parser {
+	const struct optdef *seen[NOPTIONS];	/* each once, as first given */
+	int nseen;
+	int modes_given;
+};
 
 /* getopt_long's view of the table: its long options and short letters.
  * '+': stop at LOCKFILE, so the command's own options stay its own. */
@@ -388,18 +349,28 @@ static void note(struct parser *p, const struct optdef *d)
 	p->seen[p->nseen++] = d;
 }
 
-static int take_option(struct parser *p, int key)
+static int take_option(struct opts *o, struct parser *p, int key)
 {
 	const struct optdef *d = find_option(key);
-	int r;
+	int r = 0;
 
-	if (!d) {
-		/* getopt_long has printed what was wrong. */
-		out(stderr, "Try '%s --help' for more information.\n",
-		    program_name);
-		return -EX_USAGE;
+	if (!d)
+		return try_help();	/* getopt_long said what was wrong */
+	switch (d->kind) {
+	case SET_BOOL:
+		*(bool *)((char *)o + d->field) = true;
+		break;
+	case SET_FLAG:
+		o->flags |= d->value;
+		break;
+	case SET_MODE:
+		o->mode = (enum mode)d->value;
+		p->modes_given++;
+		break;
+	case SET_BY_CALL:
+		r = d->call(o, optarg);
+		break;
 	}
-	r = d->set(p, d, optarg);
 	if (r == 0)
 		note(p, d);
 	return r;
@@ -417,10 +388,8 @@ static const char *mode_name(enum mode m)
 
 /* The first option given that its table entry does not allow with the
  * mode is named; then the pairs that exclude each other. */
-static int check_combinations(const struct parser *p)
+static int check_combinations(const struct opts *o, const struct parser *p)
 {
-	const struct opts *o = p->o;
-
 	if (p->modes_given > 1)
 		return usage_error("%s", "--status, --list and --remove exclude each other");
 	for (int i = 0; i < p->nseen; i++)
@@ -488,7 +457,7 @@ int parse_options(int argc, char **argv, struct opts *o)
 {
 	struct option longopts[NOPTIONS + 1];
 	char shortopts[2 * NOPTIONS + 2];
-	struct parser p = { .o = o };
+	struct parser p = { .nseen = 0 };
 	int key, r;
 
 	memset(o, 0, sizeof(*o));
@@ -496,11 +465,11 @@ int parse_options(int argc, char **argv, struct opts *o)
 	o->conflict_code = 1;
 	getopt_tables(longopts, shortopts);
 	while ((key = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-		r = take_option(&p, key);
+		r = take_option(o, &p, key);
 		if (r != 0)
 			return r;
 	}
-	r = check_combinations(&p);
+	r = check_combinations(o, &p);
 	if (r < 0)
 		return r;
 	if (o->mode != MODE_RUN)

@@ -108,14 +108,14 @@ static bool fd_locks(const char *path, const char *file)
 }
 
 /* Does process `pid` have an open file that holds a write lock on file? */
-static bool process_holds(const char *pid, const char *file)
+static bool process_holds(long pid, const char *file)
 {
 	char dirpath[64], path[320];
 	struct dirent *de;
 	bool found = false;
 	DIR *d;
 
-	text_set(dirpath, sizeof(dirpath), "/proc/%s/fdinfo", pid);
+	text_set(dirpath, sizeof(dirpath), "/proc/%ld/fdinfo", pid);
 	d = opendir(dirpath);
 	if (!d)
 		return false;	/* gone, or not ours to look at */
@@ -144,7 +144,7 @@ static pid_t scan_processes(const char *file)
 
 		if (*end || pid <= 0 || pid == (long)getpid())
 			continue;
-		if (process_holds(de->d_name, file) && pid_runs((pid_t)pid))
+		if (process_holds(pid, file) && pid_runs((pid_t)pid))
 			found = (pid_t)pid;
 	}
 	(void)closedir(d);	/* read-only, as above */

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,52 +17,6 @@
 /* Writable, so that main() can point argv[0] at it without a cast. */
 char program_name[] = "pidlock";
 
-/*
- * All output goes through here.  A stream keeps its error: stdout's is
- * checked once, by finish_stdout() before the exit status is decided;
- * stderr's has nowhere left to be told.
- */
-void out(FILE *f, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vfprintf(f, fmt, ap);
-	va_end(ap);
-}
-
-/* Texts are built in buffers sized for what they hold; one cut short at
- * the end of its buffer is still worth showing, so truncation is fine. */
-static void text_addv(char *buf, size_t size, const char *fmt, va_list ap)
-{
-	size_t n = strnlen(buf, size);
-
-	if (n + 1 >= size)
-		return;
-	(void)vsnprintf(buf + n, size - n, fmt, ap);
-}
-
-void text_set(char *buf, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (size == 0)
-		return;
-	buf[0] = '\0';
-	va_start(ap, fmt);
-	text_addv(buf, size, fmt, ap);
-	va_end(ap);
-}
-
-void text_add(char *buf, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	text_addv(buf, size, fmt, ap);
-	va_end(ap);
-}
-
 /* File names reach a terminal: no control character may pass. */
 void print_clean(FILE *f, const char *s)
 {
@@ -74,39 +27,24 @@ void print_clean(FILE *f, const char *s)
 	}
 }
 
-void warn_msgv(const char *fmt, va_list ap)
+/* "pidlock: ", and "PATH: " after it if path, the path safe for a
+ * terminal. */
+void warn_prefix(const char *path)
 {
 	out(stderr, "%s: ", program_name);
-	(void)vfprintf(stderr, fmt, ap);	/* see out() */
-	out(stderr, "\n");
-}
-
-void warn_msg(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	warn_msgv(fmt, ap);
-	va_end(ap);
-}
-
-/* "pidlock: PATH: ", the path safe for a terminal. */
-static void warn_prefix(const char *path)
-{
-	out(stderr, "%s: ", program_name);
+	if (!path)
+		return;
 	print_clean(stderr, path);
 	out(stderr, ": ");
 }
 
-void warn_file(const char *path, const char *fmt, ...)
+/* Where text_add() goes on: the end of the text, or the buffer's last
+ * byte when it is full. */
+size_t text_len(const char *buf, size_t size)
 {
-	va_list ap;
+	size_t n = strnlen(buf, size);
 
-	warn_prefix(path);
-	va_start(ap, fmt);
-	(void)vfprintf(stderr, fmt, ap);	/* see out() */
-	va_end(ap);
-	out(stderr, "\n");
+	return n < size ? n : size - 1;
 }
 
 /* What the library means by a code whose strerror() text would mislead. */
