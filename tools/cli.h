@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * pidlock(1): what the files of the tool share.  One file a mode, and
- * the calls go one way only: main -> options, run, status, list, remove;
- * run, list -> status; everything -> util; util -> nothing.
+ * the calls between files go one way only, never in a circle:
+ * main -> options, run, status, list, remove; remove -> run (taking the
+ * lock); run, list -> status (describing a holder, JSON); all -> util;
+ * util -> none.
  */
 #ifndef PIDLOCK_CLI_H
 #define PIDLOCK_CLI_H

@@ -4,9 +4,9 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <stddef.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -129,7 +129,9 @@ static bool process_holds(long pid, const char *file)
 	return found;
 }
 
-/* Some other running process that holds a write lock on file, or 0. */
+/* Some other running process that holds a write lock on file, or 0;
+ * a readdir error ends the search with what it found, as for a process
+ * we may not look at. */
 static pid_t scan_processes(const char *file)
 {
 	struct dirent *de;
