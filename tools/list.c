@@ -57,7 +57,7 @@ static int add_row(struct rows *rows, const char *dir, const char *name)
 		free(r->path);
 		return -ENOMEM;
 	}
-	snprintf(r->path, len, "%s%s%s", dir,
+	text_set(r->path, len, "%s%s%s", dir,
 		 dir[strlen(dir) - 1] == '/' ? "" : "/", name);
 	rows->n++;
 	return 0;
@@ -111,73 +111,86 @@ static int is_shown(const struct row *r)
 	return lstat(r->path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* NAME is padded to `width`, the name safe for a terminal. */
+static void print_name(const struct row *r, int width)
+{
+	print_clean(stdout, r->name);
+	out(stdout, "%*s", width - (int)strlen(r->name), "");
+}
+
 static void print_row(const struct row *r, int width, int swidth)
 {
 	const struct pidlock_info *i = &r->info;
-	char pid[16] = "-", kinds[32], age[48] = "-";
+	bool data = i->state == PIDLOCK_STATE_NOT_LOCK_FILE;
+	char pid[16] = "-", kinds[32] = "-", age[48] = "-";
 	const char *alive = "-";
 
-	if (!r->error && i->state == PIDLOCK_STATE_NOT_LOCK_FILE) {
-		print_clean(stdout, r->name);
-		printf("%*s %-*s %-8s %-5s %-11s %-18s\n",
-		       width - (int)strlen(r->name), "", swidth,
-		       pidlock_state_name(i->state), "-", "-", "-", "-");
-		return;
-	}
+	print_name(r, width);
 	if (r->error) {
-		print_clean(stdout, r->name);
-		printf("%*s error: %s\n", width - (int)strlen(r->name), "",
-		       strerror(r->error));
+		out(stdout, " error: %s\n", strerror(r->error));
 		return;
 	}
-	if (i->pid > 0)
-		snprintf(pid, sizeof(pid), "%d", (int)i->pid);
-	if (i->pid > 0 && i->pid_alive >= 0)
+	/* Other data names nobody: its pid=-like lines are no record. */
+	if (!data && i->pid > 0)
+		text_set(pid, sizeof(pid), "%d", (int)i->pid);
+	if (!data && i->pid > 0 && i->pid_alive >= 0)
 		alive = i->pid_alive ? "yes" : "no";
-	if (i->has_timestamp)
+	if (!data && i->has_timestamp)
 		format_age((int64_t)time(NULL) - i->timestamp, age, sizeof(age));
-	format_kinds(i->kernel_locks, kinds, sizeof(kinds));
-	print_clean(stdout, r->name);
-	printf("%*s %-*s %-8s %-5s %-11s %-18s %s\n",
-	       width - (int)strlen(r->name), "", swidth,
-	       pidlock_state_name(i->state),
-	       pid, alive, kinds, age, i->tag);
+	if (!data)
+		format_kinds(i->kernel_locks, kinds, sizeof(kinds));
+	out(stdout, " %-*s %-8s %-5s %-11s %-18s", swidth,
+	    pidlock_state_name(i->state), pid, alive, kinds, age);
+	if (!data)
+		out(stdout, " %s", i->tag);
+	out(stdout, "\n");
 }
 
-static void print_rows(const struct opts *o, const struct rows *rows)
+/* The NAME and STATE columns fit the widest shown. */
+static void column_widths(const struct rows *rows, int *width, int *swidth)
 {
-	int width = 4, swidth = 10, first = 1;
+	*width = 4;
+	*swidth = 10;
+	for (size_t k = 0; k < rows->n; k++) {
+		const struct row *r = &rows->v[k];
+		int sw = (int)strlen(pidlock_state_name(r->info.state));
 
+		if (!is_shown(r))
+			continue;
+		if ((int)strlen(r->name) > *width)
+			*width = (int)strlen(r->name);
+		if (!r->error && sw > *swidth)
+			*swidth = sw;
+	}
+}
+
+static void print_table(const struct rows *rows)
+{
+	int width, swidth;
+
+	column_widths(rows, &width, &swidth);
+	out(stdout, "%-*s %-*s %-8s %-5s %-11s %-18s %s\n", width, "NAME",
+	    swidth, "STATE", "PID", "ALIVE", "LOCKS", "SINCE", "TAG");
 	for (size_t k = 0; k < rows->n; k++)
-		if (is_shown(&rows->v[k])) {
-			const struct row *r = &rows->v[k];
-			int sw = (int)strlen(pidlock_state_name(r->info.state));
+		if (is_shown(&rows->v[k]))
+			print_row(&rows->v[k], width, swidth);
+}
 
-			if ((int)strlen(r->name) > width)
-				width = (int)strlen(r->name);
-			if (!r->error && sw > swidth)
-				swidth = sw;
-		}
-	if (o->json)
-		fputs("{\"locks\": [", stdout);
-	else
-		printf("%-*s %-*s %-8s %-5s %-11s %-18s %s\n", width, "NAME",
-		       swidth, "STATE", "PID", "ALIVE", "LOCKS", "SINCE", "TAG");
+static void print_json(const struct rows *rows)
+{
+	bool first = true;
+
+	out(stdout, "{\"locks\": [");
 	for (size_t k = 0; k < rows->n; k++) {
 		const struct row *r = &rows->v[k];
 
 		if (!is_shown(r))
 			continue;
-		if (!o->json) {
-			print_row(r, width, swidth);
-			continue;
-		}
-		fputs(first ? "\n  " : ",\n  ", stdout);
-		json_info(stdout, r->path, &r->info, r->error);
-		first = 0;
+		out(stdout, first ? "\n  " : ",\n  ");
+		json_info(r->path, &r->info, r->error);
+		first = false;
 	}
-	if (o->json)
-		fputs(first ? "]}\n" : "\n]}\n", stdout);
+	out(stdout, first ? "]}\n" : "\n]}\n");
 }
 
 int cmd_list(const struct opts *o)
@@ -190,7 +203,8 @@ int cmd_list(const struct opts *o)
 	if (!d)
 		return fail_path(dir, errno);
 	r = collect(d, dir, &rows);
-	closedir(d);
+	/* Read-only: closing it loses nothing, whatever closedir says. */
+	(void)closedir(d);
 	if (r < 0) {
 		free_rows(&rows);
 		return fail_path(dir, -r);
@@ -203,7 +217,10 @@ int cmd_list(const struct opts *o)
 		r = pidlock_inspect(row->path, &row->info, stale_or_default(o));
 		row->error = r < 0 ? -r : 0;
 	}
-	print_rows(o, &rows);
+	if (o->json)
+		print_json(&rows);
+	else
+		print_table(&rows);
 	free_rows(&rows);
 	return finish_stdout();
 }

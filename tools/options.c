@@ -6,7 +6,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +18,7 @@
  * so a command line in a crontab means the same everywhere. */
 #define SHELL_PATH "/bin/sh"
 
+/* Keys of the options that have no short letter. */
 enum {
 	OPT_TAG = 256,
 	OPT_PLAIN_PID,
@@ -34,42 +35,74 @@ enum {
 	OPT_MODE,
 };
 
-static const struct option long_options[] = {
-	{ "nonblock", no_argument, NULL, 'n' },
-	{ "timeout", required_argument, NULL, 'w' },
-	{ "conflict-exit-code", required_argument, NULL, 'E' },
-	{ "quiet-conflict", no_argument, NULL, 'q' },
-	{ "close", no_argument, NULL, 'o' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ "tag", required_argument, NULL, OPT_TAG },
-	{ "plain-pid", no_argument, NULL, OPT_PLAIN_PID },
-	{ "no-sync", no_argument, NULL, OPT_NO_SYNC },
-	{ "keep-file", no_argument, NULL, OPT_KEEP_FILE },
-	{ "flock-only", no_argument, NULL, OPT_FLOCK_ONLY },
-	{ "fcntl-only", no_argument, NULL, OPT_FCNTL_ONLY },
-	{ "stale", required_argument, NULL, OPT_STALE },
-	{ "exec", no_argument, NULL, OPT_EXEC },
-	{ "status", no_argument, NULL, OPT_STATUS },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "list", no_argument, NULL, OPT_LIST },
-	{ "remove", no_argument, NULL, OPT_REMOVE },
-	{ "mode", required_argument, NULL, OPT_MODE },
-	{ NULL, 0, NULL, 0 },
+/* Modes an option is allowed in, as bits. */
+enum {
+	M_RUN = 1 << MODE_RUN,
+	M_STATUS = 1 << MODE_STATUS,
+	M_LIST = 1 << MODE_LIST,
+	M_REMOVE = 1 << MODE_REMOVE,
+	M_ALL = M_RUN | M_STATUS | M_LIST | M_REMOVE,
 };
 
-/* Which modes take an option; checked after parsing, so the message can
- * name both the option and the mode. */
-enum { M_RUN = 1 << MODE_RUN, M_STATUS = 1 << MODE_STATUS,
-       M_LIST = 1 << MODE_LIST, M_REMOVE = 1 << MODE_REMOVE };
-
-struct seen {
-	const char *name;
-	unsigned int modes;
+/* What an option does: the generic kinds are the table's own values. */
+enum kind {
+	SET_BOOL,	/* a bool in struct opts, at `field` */
+	SET_FLAG,	/* `value` into opts.flags */
+	SET_MODE,	/* `value` is the mode */
+	SET_BY_CALL,	/* call() checks and stores its argument */
 };
 
-static void usage(FILE *f)
+struct optdef {
+	const char *name;	/* long name without "--"; NULL: short only */
+	int key;		/* the short letter; above 255: long only */
+	int has_arg;		/* no_argument or required_argument */
+	enum kind kind;
+	unsigned int value;
+	size_t field;
+	/* 0 go on, 1 done (--help, --version), -EX_USAGE when said why */
+	int (*call)(struct opts *o, const char *arg);
+	unsigned int modes;	/* the modes it may be used with */
+};
+
+/* After the synopsis; its %u is the default stale timeout. */
+#define HELP_TEXT \
+"\n" \
+"Run a command while holding a lock file, or inspect and clean up lock files.\n" \
+"\n" \
+"Options for running a command:\n" \
+" -n, --nonblock               fail at once if the lock is busy\n" \
+" -w, --timeout SECONDS        wait at most SECONDS (fractions allowed)\n" \
+" -E, --conflict-exit-code N   exit with N when the lock is busy (default 1)\n" \
+" -q, --quiet-conflict         exit 0 without a word when the lock is busy\n" \
+"     --tag TEXT               write TEXT into the lock file\n" \
+"     --plain-pid              write the bare pid as the first line\n" \
+"     --no-sync                do not sync the lock file to disk\n" \
+"     --keep-file              leave the lock file in place on release\n" \
+"     --mode OCTAL             mode of a new lock file (default 0644; 0600\n" \
+"                              keeps other users from blocking it)\n" \
+"     --flock-only             take only the flock(2) lock\n" \
+"     --fcntl-only             take only the fcntl(2) lock\n" \
+"     --stale SECONDS          stale timeout for spec-only holders (default %u)\n" \
+" -o, --close                  do not pass the lock descriptor to the command\n" \
+"     --exec                   run the command in place of pidlock, no fork\n" \
+" -v, --verbose                tell when waiting, for whom, and when locked\n" \
+"\n" \
+"Inspecting and cleaning up:\n" \
+"     --status                 show the state of each LOCKFILE, never lock it\n" \
+"     --list                   show the lock files in DIRECTORY\n" \
+"     --json                   with --status or --list: print JSON\n" \
+"     --remove                 delete each LOCKFILE if nobody holds it\n" \
+"\n" \
+" -h, --help                   show this help and exit\n" \
+" -V, --version                show the version and exit\n" \
+"\n" \
+"Exit status: the command's, or 128+N if signal N killed it; 1 (or -E N) if\n" \
+"the lock is busy; --status: 0 free, 1 held, 2 abandoned or stale;\n" \
+"64 usage, 65 not a lock file (nothing changed), 66 unusable lock file,\n" \
+"69 command cannot run, 71 system error, 77 permission denied.\n" \
+"See pidlock(1).\n"
+
+static void usage(void)
 {
 	static const char *const synopsis[] = {
 		"[options] LOCKFILE COMMAND [ARG...]",
@@ -79,61 +112,20 @@ static void usage(FILE *f)
 		"--remove LOCKFILE...",
 	};
 
-	fputs("Usage:\n", f);
+	out(stdout, "Usage:\n");
 	for (size_t i = 0; i < sizeof(synopsis) / sizeof(synopsis[0]); i++)
-		fprintf(f, " %s %s\n", program_name, synopsis[i]);
-	fprintf(f,
-"\n"
-"Run a command while holding a lock file, or inspect and clean up lock files.\n"
-"\n"
-"Options for running a command:\n"
-" -n, --nonblock               fail at once if the lock is busy\n"
-" -w, --timeout SECONDS        wait at most SECONDS (fractions allowed)\n"
-" -E, --conflict-exit-code N   exit with N when the lock is busy (default 1)\n"
-" -q, --quiet-conflict         exit 0 without a word when the lock is busy\n"
-"     --tag TEXT               write TEXT into the lock file\n"
-"     --plain-pid              write the bare pid as the first line\n"
-"     --no-sync                do not sync the lock file to disk\n"
-"     --keep-file              leave the lock file in place on release\n"
-"     --mode OCTAL             mode of a new lock file (default 0644; 0600\n"
-"                              keeps other users from blocking it)\n"
-"     --flock-only             take only the flock(2) lock\n"
-"     --fcntl-only             take only the fcntl(2) lock\n"
-"     --stale SECONDS          stale timeout for spec-only holders (default %u)\n"
-" -o, --close                  do not pass the lock descriptor to the command\n"
-"     --exec                   run the command in place of pidlock, no fork\n"
-" -v, --verbose                tell when waiting, for whom, and when locked\n"
-"\n"
-"Inspecting and cleaning up:\n"
-"     --status                 show the state of each LOCKFILE, never lock it\n"
-"     --list                   show the lock files in DIRECTORY\n"
-"     --json                   with --status or --list: print JSON\n"
-"     --remove                 delete each LOCKFILE if nobody holds it\n"
-"\n"
-" -h, --help                   show this help and exit\n"
-" -V, --version                show the version and exit\n"
-"\n"
-"Exit status: the command's, or 128+N if signal N killed it; 1 (or -E N) if\n"
-"the lock is busy; --status: 0 free, 1 held, 2 abandoned or stale;\n"
-"64 usage, 65 not a lock file (nothing changed), 66 unusable lock file,\n"
-"69 command cannot run, 71 system error, 77 permission denied.\n"
-"See pidlock(1).\n",
-		PIDLOCK_DEFAULT_STALE_SEC);
+		out(stdout, " %s %s\n", program_name, synopsis[i]);
+	out(stdout, HELP_TEXT, PIDLOCK_DEFAULT_STALE_SEC);
 }
 
-static int __attribute__((format(printf, 1, 2)))
-usage_error(const char *fmt, ...)
+/* After a usage error: where to read how it goes. */
+static int try_help(void)
 {
-	va_list ap;
-
-	fprintf(stderr, "%s: ", program_name);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry '%s --help' for more information.\n",
-		program_name);
+	out(stderr, "Try '%s --help' for more information.\n", program_name);
 	return -EX_USAGE;
 }
+
+#define usage_error(...) (warn_msg(__VA_ARGS__), try_help())
 
 /* Seconds with an optional fraction, to milliseconds rounded up so a
  * tiny timeout never turns into "try once" by accident. */
@@ -186,132 +178,202 @@ static int parse_mode(const char *s, unsigned int *out)
 	return 0;
 }
 
-static void set_mode(struct opts *o, enum mode m, int *modes_given)
+static int set_nonblock(struct opts *o, const char *arg)
 {
-	o->mode = m;
-	(*modes_given)++;
+	(void)arg;
+	o->timeout_ms = 0;
+	o->timeout_set = true;
+	return 0;
 }
 
-/* Each option once: repeating one must not overflow the table. */
-static void note(struct seen *s, int *n, const char *name, unsigned int modes)
+static int set_timeout(struct opts *o, const char *arg)
 {
-	for (int i = 0; i < *n; i++)
-		if (s[i].name == name)
-			return;
-	s[*n].name = name;
-	s[*n].modes = modes;
-	(*n)++;
+	if (parse_seconds(arg, &o->timeout_ms) < 0)
+		return usage_error("invalid timeout '%s' (seconds from 0 to "
+				   "%d.%03d, fractions allowed)", arg,
+				   INT_MAX / 1000, INT_MAX % 1000);
+	o->timeout_set = true;
+	return 0;
 }
 
-static int parse_one(int c, struct opts *o, struct seen *seen, int *nseen,
-		     int *modes_given)
+static int set_conflict_code(struct opts *o, const char *arg)
 {
 	unsigned long v;
 
-	switch (c) {
-	case 'n':
-		o->timeout_ms = 0;
-		o->timeout_set = true;
-		note(seen, nseen, "--nonblock", M_RUN | M_REMOVE);
-		return 0;
-	case 'w':
-		if (parse_seconds(optarg, &o->timeout_ms) < 0)
-			return usage_error("invalid timeout '%s' (seconds from 0 to "
-					   "%d.%03d, fractions allowed)", optarg,
-					   INT_MAX / 1000, INT_MAX % 1000);
-		o->timeout_set = true;
-		note(seen, nseen, "--timeout", M_RUN | M_REMOVE);
-		return 0;
-	case 'E':
-		if (parse_uint(optarg, 255, &v) < 0)
-			return usage_error("invalid conflict exit code '%s' (0..255)", optarg);
-		o->conflict_code = (int)v;
-		note(seen, nseen, "--conflict-exit-code", M_RUN | M_REMOVE);
-		return 0;
-	case 'q':
-		o->quiet = true;
-		note(seen, nseen, "--quiet-conflict", M_RUN | M_REMOVE);
-		return 0;
-	case 'o':
-		o->close_fd = true;
-		note(seen, nseen, "--close", M_RUN);
-		return 0;
-	case 'v':
-		o->verbose = true;
-		return 0;
-	case 'h':
-		usage(stdout);
-		return 1;
-	case 'V':
-		printf("%s (%s) %s\n", program_name, PACKAGE_NAME, PACKAGE_VERSION);
-		return 1;
-	case OPT_TAG:
-		if (strlen(optarg) > PIDLOCK_TAG_MAX)
-			return usage_error("tag too long: %zu bytes, at most %d",
-					   strlen(optarg), PIDLOCK_TAG_MAX);
-		o->tag = optarg;
-		note(seen, nseen, "--tag", M_RUN);
-		return 0;
-	case OPT_PLAIN_PID:
-		o->flags |= PIDLOCK_PLAIN_PID;
-		note(seen, nseen, "--plain-pid", M_RUN);
-		return 0;
-	case OPT_NO_SYNC:
-		o->flags |= PIDLOCK_NO_SYNC;
-		note(seen, nseen, "--no-sync", M_RUN);
-		return 0;
-	case OPT_KEEP_FILE:
-		o->flags |= PIDLOCK_KEEP_FILE;
-		note(seen, nseen, "--keep-file", M_RUN);
-		return 0;
-	case OPT_FLOCK_ONLY:
-		o->flags |= PIDLOCK_FLOCK_ONLY;
-		note(seen, nseen, "--flock-only", M_RUN);
-		return 0;
-	case OPT_FCNTL_ONLY:
-		o->flags |= PIDLOCK_OFD_ONLY;
-		note(seen, nseen, "--fcntl-only", M_RUN);
-		return 0;
-	case OPT_STALE:
-		if (parse_uint(optarg, UINT_MAX, &v) < 0 || v == 0)
-			return usage_error("invalid stale timeout '%s' (whole seconds "
-					   "from 1 to %u)", optarg, UINT_MAX);
-		o->stale_sec = (unsigned int)v;
-		return 0;
-	case OPT_MODE:
-		if (parse_mode(optarg, &o->mode_bits) < 0)
-			return usage_error("invalid mode '%s' (octal, read and write "
-					   "bits only: 0 to 0666, such as 0600)",
-					   optarg);
-		o->mode_set = true;
-		note(seen, nseen, "--mode", M_RUN);
-		return 0;
-	case OPT_EXEC:
-		o->exec = true;
-		note(seen, nseen, "--exec", M_RUN);
-		return 0;
-	case OPT_STATUS:
-		set_mode(o, MODE_STATUS, modes_given);
-		return 0;
-	case OPT_LIST:
-		set_mode(o, MODE_LIST, modes_given);
-		return 0;
-	case OPT_REMOVE:
-		set_mode(o, MODE_REMOVE, modes_given);
-		return 0;
-	case OPT_JSON:
-		o->json = true;
-		note(seen, nseen, "--json", M_STATUS | M_LIST);
-		return 0;
-	case 'c':
-		return usage_error("%s goes after LOCKFILE: pidlock LOCKFILE -c 'COMMAND'",
-				   "-c");
-	default:
-		/* getopt_long has printed what was wrong. */
-		fprintf(stderr, "Try '%s --help' for more information.\n",
-			program_name);
-		return -EX_USAGE;
+	if (parse_uint(arg, 255, &v) < 0)
+		return usage_error("invalid conflict exit code '%s' (0..255)", arg);
+	o->conflict_code = (int)v;
+	return 0;
+}
+
+static int set_tag(struct opts *o, const char *arg)
+{
+	if (strlen(arg) > PIDLOCK_TAG_MAX)
+		return usage_error("tag too long: %zu bytes, at most %d",
+				   strlen(arg), PIDLOCK_TAG_MAX);
+	o->tag = arg;
+	return 0;
+}
+
+static int set_stale(struct opts *o, const char *arg)
+{
+	unsigned long v;
+
+	if (parse_uint(arg, UINT_MAX, &v) < 0 || v == 0)
+		return usage_error("invalid stale timeout '%s' (whole seconds "
+				   "from 1 to %u)", arg, UINT_MAX);
+	o->stale_sec = (unsigned int)v;
+	return 0;
+}
+
+static int set_file_mode(struct opts *o, const char *arg)
+{
+	if (parse_mode(arg, &o->mode_bits) < 0)
+		return usage_error("invalid mode '%s' (octal, read and write "
+				   "bits only: 0 to 0666, such as 0600)", arg);
+	o->mode_set = true;
+	return 0;
+}
+
+static int show_help(struct opts *o, const char *arg)
+{
+	(void)o;
+	(void)arg;
+	usage();
+	return 1;
+}
+
+static int show_version(struct opts *o, const char *arg)
+{
+	(void)o;
+	(void)arg;
+	out(stdout, "%s (%s) %s\n", program_name, PACKAGE_NAME, PACKAGE_VERSION);
+	return 1;
+}
+
+/* -c before LOCKFILE: the shell command form, in the wrong place. */
+static int misplaced_c(struct opts *o, const char *arg)
+{
+	(void)o;
+	(void)arg;
+	return usage_error("%s goes after LOCKFILE: pidlock LOCKFILE -c 'COMMAND'",
+			   "-c");
+}
+
+#define BOOL(name, key, member, modes) { name, key, no_argument, \
+	SET_BOOL, 0, offsetof(struct opts, member), NULL, modes }
+#define FLAG(name, key, flag) \
+	{ name, key, no_argument, SET_FLAG, flag, 0, NULL, M_RUN }
+#define MODE(name, key, mode) \
+	{ name, key, no_argument, SET_MODE, mode, 0, NULL, M_ALL }
+#define CALL(name, key, has_arg, fn, modes) \
+	{ name, key, has_arg, SET_BY_CALL, 0, 0, fn, modes }
+
+/*
+ * Every option: how it is spelled, what it sets, and with which modes it
+ * may be used.  The order is getopt_long's, which names the candidates
+ * of an ambiguous abbreviation in it.
+ */
+static const struct optdef options[] = {
+	CALL("nonblock", 'n', no_argument, set_nonblock, M_RUN | M_REMOVE),
+	CALL("timeout", 'w', required_argument, set_timeout, M_RUN | M_REMOVE),
+	CALL("conflict-exit-code", 'E', required_argument, set_conflict_code,
+	     M_RUN | M_REMOVE),
+	BOOL("quiet-conflict", 'q', quiet, M_RUN | M_REMOVE),
+	BOOL("close", 'o', close_fd, M_RUN),
+	BOOL("verbose", 'v', verbose, M_ALL),
+	CALL("help", 'h', no_argument, show_help, M_ALL),
+	CALL("version", 'V', no_argument, show_version, M_ALL),
+	CALL("tag", OPT_TAG, required_argument, set_tag, M_RUN),
+	FLAG("plain-pid", OPT_PLAIN_PID, PIDLOCK_PLAIN_PID),
+	FLAG("no-sync", OPT_NO_SYNC, PIDLOCK_NO_SYNC),
+	FLAG("keep-file", OPT_KEEP_FILE, PIDLOCK_KEEP_FILE),
+	FLAG("flock-only", OPT_FLOCK_ONLY, PIDLOCK_FLOCK_ONLY),
+	FLAG("fcntl-only", OPT_FCNTL_ONLY, PIDLOCK_OFD_ONLY),
+	CALL("stale", OPT_STALE, required_argument, set_stale, M_ALL),
+	BOOL("exec", OPT_EXEC, exec, M_RUN),
+	MODE("status", OPT_STATUS, MODE_STATUS),
+	BOOL("json", OPT_JSON, json, M_STATUS | M_LIST),
+	MODE("list", OPT_LIST, MODE_LIST),
+	MODE("remove", OPT_REMOVE, MODE_REMOVE),
+	CALL("mode", OPT_MODE, required_argument, set_file_mode, M_RUN),
+	CALL(NULL, 'c', no_argument, misplaced_c, 0),
+};
+
+#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+
+/* What the parse has gathered besides struct opts. */
+struct parser {
+	const struct optdef *seen[NOPTIONS];	/* each once, as first given */
+	int nseen;
+	int modes_given;
+};
+
+/* getopt_long's view of the table: its long options and short letters.
+ * '+': stop at LOCKFILE, so the command's own options stay its own. */
+static void getopt_tables(struct option *longopts, char *shortopts)
+{
+	size_t nl = 0, ns = 0;
+
+	shortopts[ns++] = '+';
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		const struct optdef *d = &options[i];
+
+		if (d->name)
+			longopts[nl++] = (struct option){ d->name, d->has_arg,
+							  NULL, d->key };
+		if (d->key > 255)
+			continue;
+		shortopts[ns++] = (char)d->key;
+		if (d->has_arg)
+			shortopts[ns++] = ':';
 	}
+	longopts[nl] = (struct option){ NULL, 0, NULL, 0 };
+	shortopts[ns] = '\0';
+}
+
+static const struct optdef *find_option(int key)
+{
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (options[i].key == key)
+			return &options[i];
+	return NULL;
+}
+
+/* Each option is remembered once, however often it is given. */
+static void note(struct parser *p, const struct optdef *d)
+{
+	for (int i = 0; i < p->nseen; i++)
+		if (p->seen[i] == d)
+			return;
+	p->seen[p->nseen++] = d;
+}
+
+static int take_option(struct opts *o, struct parser *p, int key)
+{
+	const struct optdef *d = find_option(key);
+	int r = 0;
+
+	if (!d)
+		return try_help();	/* getopt_long said what was wrong */
+	switch (d->kind) {
+	case SET_BOOL:
+		*(bool *)((char *)o + d->field) = true;
+		break;
+	case SET_FLAG:
+		o->flags |= d->value;
+		break;
+	case SET_MODE:
+		o->mode = (enum mode)d->value;
+		p->modes_given++;
+		break;
+	case SET_BY_CALL:
+		r = d->call(o, optarg);
+		break;
+	}
+	if (r == 0)
+		note(p, d);
+	return r;
 }
 
 static const char *mode_name(enum mode m)
@@ -324,18 +386,16 @@ static const char *mode_name(enum mode m)
 	return names[m];
 }
 
-static int check_combinations(const struct opts *o, const struct seen *seen,
-			      int nseen)
+/* The first option given that its table entry does not allow with the
+ * mode is named; then the pairs that exclude each other. */
+static int check_combinations(const struct opts *o, const struct parser *p)
 {
-	char msg[128];
-
-	for (int i = 0; i < nseen; i++) {
-		if (seen[i].modes & (1U << o->mode))
-			continue;
-		snprintf(msg, sizeof(msg), "%s cannot be used with %s",
-			 seen[i].name, mode_name(o->mode));
-		return usage_error("%s", msg);
-	}
+	if (p->modes_given > 1)
+		return usage_error("%s", "--status, --list and --remove exclude each other");
+	for (int i = 0; i < p->nseen; i++)
+		if (!(p->seen[i]->modes & (1U << o->mode)))
+			return usage_error("--%s cannot be used with %s",
+					   p->seen[i]->name, mode_name(o->mode));
 	if ((o->flags & PIDLOCK_FLOCK_ONLY) && (o->flags & PIDLOCK_OFD_ONLY))
 		return usage_error("%s", "--flock-only and --fcntl-only exclude each other");
 	if (o->exec && o->close_fd)
@@ -395,23 +455,21 @@ static int parse_operands(int argc, char **argv, struct opts *o)
 /* 0: run with *o; 1: done (--help, --version); -code: exit with code. */
 int parse_options(int argc, char **argv, struct opts *o)
 {
-	struct seen seen[sizeof(long_options) / sizeof(long_options[0])];
-	int nseen = 0, modes_given = 0;
-	int c, r;
+	struct option longopts[NOPTIONS + 1];
+	char shortopts[2 * NOPTIONS + 2];
+	struct parser p = { .nseen = 0 };
+	int key, r;
 
 	memset(o, 0, sizeof(*o));
 	o->timeout_ms = -1;
 	o->conflict_code = 1;
-	/* '+': stop at LOCKFILE, so the command's own options stay its own. */
-	while ((c = getopt_long(argc, argv, "+nw:E:qovhVc", long_options,
-				NULL)) != -1) {
-		r = parse_one(c, o, seen, &nseen, &modes_given);
+	getopt_tables(longopts, shortopts);
+	while ((key = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		r = take_option(o, &p, key);
 		if (r != 0)
 			return r;
 	}
-	if (modes_given > 1)
-		return usage_error("%s", "--status, --list and --remove exclude each other");
-	r = check_combinations(o, seen, nseen);
+	r = check_combinations(o, &p);
 	if (r < 0)
 		return r;
 	if (o->mode != MODE_RUN)

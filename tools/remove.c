@@ -8,8 +8,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <libgen.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sysexits.h>
@@ -40,19 +38,10 @@ static int refuse(const struct opts *o, const char *path,
 /* Nothing to remove is success, unless the directory is wrong too. */
 static int absent(const struct opts *o, const char *path)
 {
-	char *copy = strdup(path);
-	struct stat st;
-	int err = 0;
+	int r = check_parent(path);
 
-	if (!copy)
-		return fail_path(path, ENOMEM);
-	if (stat(dirname(copy), &st) < 0)
-		err = errno;
-	else if (!S_ISDIR(st.st_mode))
-		err = ENOTDIR;
-	free(copy);
-	if (err)
-		return fail_path(path, err);
+	if (r < 0)
+		return fail_path(path, -r);
 	if (o->verbose)
 		warn_file(path, "no such file, nothing to remove");
 	return 0;
@@ -89,10 +78,34 @@ static int report_removed(const struct opts *o, const char *path,
 	return 0;
 }
 
+/*
+ * Take the lock like any locker, then release it, which unlinks the file.
+ * 0, with *held the file that was held; 1: busy (said so unless -q);
+ * -errno.
+ */
+static int take_and_release(const struct opts *o, const char *path,
+			    struct stat *held)
+{
+	struct pidlock *lock;
+	int r = make_lock(o, path, &lock);
+
+	if (r < 0)
+		return r;
+	r = acquire_lock(o, lock, o->timeout_set ? o->timeout_ms : 0,
+			 "not removed");
+	if (r == 0 && fstat(pidlock_fd(lock), held) < 0)
+		r = -errno;
+	if (r == 0)
+		r = pidlock_release(lock);
+	else if (r < 0)
+		(void)pidlock_release(lock);	/* the error to tell is r */
+	pidlock_free(lock);
+	return r;
+}
+
 static int remove_one(const struct opts *o, const char *path)
 {
 	struct pidlock_info info;
-	struct pidlock *lock;
 	struct stat st;
 	int r;
 
@@ -102,28 +115,15 @@ static int remove_one(const struct opts *o, const char *path)
 	if (r < 0)
 		return fail_path(path, -r);
 	/* A script or a document at the path is data, not a leftover: it
-	 * is never locked, let alone removed.  The acquire below refuses it
-	 * too (-EBADMSG), should it have been put there since. */
+	 * is never locked, let alone removed.  The acquire refuses it too
+	 * (-EBADMSG), should it have been put there since. */
 	if (info.state == PIDLOCK_STATE_NOT_LOCK_FILE)
 		return fail_path(path, EBADMSG);
 	if (foreign_live_pid(&info))
 		return refuse(o, path, &info);
-	r = make_lock(o, path, &lock);
-	if (r < 0)
-		return fail_path(path, -r);
-	r = acquire_lock(o, lock, o->timeout_set ? o->timeout_ms : 0,
-			 "not removed");
-	if (r == 1) {
-		pidlock_free(lock);
+	r = take_and_release(o, path, &st);
+	if (r == 1)
 		return o->quiet ? 0 : o->conflict_code;
-	}
-	if (r == 0 && fstat(pidlock_fd(lock), &st) < 0)
-		r = -errno;
-	if (r == 0)
-		r = pidlock_release(lock);
-	else
-		(void)pidlock_release(lock);
-	pidlock_free(lock);
 	if (r < 0)
 		return fail_path(path, -r);
 	return report_removed(o, path, &st);

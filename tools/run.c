@@ -1,21 +1,332 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Running a command under the lock: take it, then fork or exec. */
+/*
+ * Running a command under the lock: take it (waiting as the options say),
+ * then either exec the command in place or fork it and wait for it while
+ * forwarding signals and refreshing the lock file's timestamp.  No signal
+ * handlers: the signals are blocked and taken with sigtimedwait(2), whose
+ * timeout is the next refresh, so nothing can arrive between a check and
+ * a wait.
+ */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <sysexits.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 
+/* Milliseconds on a clock that never jumps.  CLOCK_MONOTONIC cannot fail
+ * on Linux; should it, every reading is 0 and each wait is a full one. */
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- taking the lock ---------------------------------------------- */
+
+static void say_holder(struct pidlock *lock, const char *what)
+{
+	struct pidlock_info info;
+	char who[PIDLOCK_TAG_MAX + 160];
+
+	if (pidlock_holder(lock, &info) < 0)
+		text_set(who, sizeof(who), "another process");
+	else
+		describe_holder(pidlock_path(lock), &info, who, sizeof(who));
+	warn_file(pidlock_path(lock), "%s %s", what, who);
+}
+
+static void say_done(const struct opts *o, struct pidlock *lock,
+		     int64_t start)
+{
+	int64_t ms = mono_ms() - start;
+
+	if (!o->verbose)
+		return;
+	warn_file(pidlock_path(lock), "locked after %lld.%03lld s",
+		  (long long)(ms / 1000), (long long)(ms % 1000));
+}
+
+/* The wait after a first try that found the lock busy: what is left of
+ * the timeout (at least 1 ms, a last try), or forever. */
+static int wait_for_lock(const struct opts *o, struct pidlock *lock,
+			 int timeout_ms, int64_t start)
+{
+	int left = timeout_ms;
+
+	if (timeout_ms > 0) {
+		int64_t spent = mono_ms() - start;
+
+		left = spent >= timeout_ms ? 1 : timeout_ms - (int)spent;
+	}
+	if (o->verbose)
+		say_holder(lock, "waiting for");
+	return pidlock_acquire(lock, left);
+}
+
+/*
+ * 0: we hold the lock.  1: it is busy (and said so, with `refused`, unless
+ * -q).  -errno.
+ * The first try never waits, so -v can name the holder before waiting.
+ */
+int acquire_lock(const struct opts *o, struct pidlock *lock, int timeout_ms,
+		 const char *refused)
+{
+	int64_t start = mono_ms();
+	int r = pidlock_acquire(lock, 0);
+	char what[96];
+
+	if (r == -EWOULDBLOCK && timeout_ms != 0) {
+		r = wait_for_lock(o, lock, timeout_ms, start);
+		if (r == -ETIMEDOUT)
+			r = -EWOULDBLOCK;
+	}
+	if (r == 0)
+		say_done(o, lock, start);
+	if (r != -EWOULDBLOCK)
+		return r;
+	if (o->quiet)
+		return 1;
+	text_set(what, sizeof(what), "%s%s, held by", refused,
+		 timeout_ms ? " (timed out)" : "");
+	say_holder(lock, what);
+	return 1;
+}
+
+/* ---- the command as a child --------------------------------------- */
+
+static const int forwarded[] = {
+	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+};
+
+struct sigstate {
+	sigset_t wait;		/* what the loop takes */
+	sigset_t old_mask;
+	struct sigaction old_chld;
+	bool chld_reset;
+};
+
+/* The forwarded signals, less those ignored when we started (nohup, or a
+ * background job of a non-interactive shell): those stay ignored for us
+ * and for the command, as if there were no pidlock in between. */
+static int forwarded_set(sigset_t *set)
+{
+	struct sigaction sa;
+
+	if (sigemptyset(set) < 0)
+		return -errno;
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) {
+		if (sigaction(forwarded[i], NULL, &sa) < 0)
+			return -errno;
+		if (sa.sa_handler != SIG_IGN && sigaddset(set, forwarded[i]) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* SIGCHLD must not stay ignored: the kernel would then reap the command
+ * before we could learn its status. */
+static int block_signals(struct sigstate *s)
+{
+	struct sigaction sa;
+	int r = forwarded_set(&s->wait);
+
+	if (r < 0)
+		return r;
+	if (sigaddset(&s->wait, SIGCHLD) < 0 ||
+	    sigaction(SIGCHLD, NULL, &s->old_chld) < 0)
+		return -errno;
+	s->chld_reset = s->old_chld.sa_handler == SIG_IGN;
+	if (s->chld_reset) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_DFL;
+		if (sigaction(SIGCHLD, &sa, NULL) < 0)
+			return -errno;
+	}
+	if (sigprocmask(SIG_BLOCK, &s->wait, &s->old_mask) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Only in the child before exec: the arguments are the ones that
+ * succeeded in block_signals(), so these cannot fail. */
+static void unblock_signals(const struct sigstate *s)
+{
+	if (s->chld_reset)
+		(void)sigaction(SIGCHLD, &s->old_chld, NULL);
+	(void)sigprocmask(SIG_SETMASK, &s->old_mask, NULL);
+}
+
 /* What flock(1) answers when the command cannot be started. */
-int exec_failed(const char *cmd, int err)
+static int exec_failed(const char *cmd, int err)
 {
 	warn_path(cmd, err);
 	return err == ENOMEM ? EX_OSERR : EX_UNAVAILABLE;
 }
+
+/* In the child: the signals as they were, the lock descriptor kept
+ * across exec unless -o, then the command. */
+static void __attribute__((noreturn))
+start_command(const struct opts *o, struct pidlock *lock,
+	      const struct sigstate *s)
+{
+	int fd = pidlock_fd(lock);
+
+	unblock_signals(s);
+	if (!o->close_fd && fcntl(fd, F_SETFD, 0) < 0) {
+		warn_path(o->lockfile, errno);
+		_exit(EX_OSERR);
+	}
+	execvp(o->cmd[0], o->cmd);
+	_exit(exec_failed(o->cmd[0], errno));
+}
+
+/* A third of the stale timeout: a spec-only peer judging age alone then
+ * never sees the record older than two thirds of it. */
+static int64_t refresh_interval_ms(const struct opts *o)
+{
+	int64_t ms = (int64_t)stale_or_default(o) * 1000 / 3;
+
+	return ms > 0 ? ms : 1;
+}
+
+static void refresh(const struct opts *o, struct pidlock *lock, bool *lost)
+{
+	int r;
+
+	if (*lost)
+		return;
+	r = pidlock_refresh(lock);
+	if (r == 0)
+		return;
+	warn_path(o->lockfile, -r);
+	/* Somebody deleted or replaced the file: writing would be theirs. */
+	if (r == -ESTALE)
+		*lost = true;
+}
+
+/* Ctrl-C and Ctrl-\ go to the whole foreground process group, the
+ * command included: sending them again would make it see two. */
+static bool from_terminal(int sig, const siginfo_t *si)
+{
+	return (sig == SIGINT || sig == SIGQUIT) && si->si_code == SI_KERNEL;
+}
+
+/* One blocked signal, waiting at most until the monotonic time `until`;
+ * 0 when that time came first, -errno on failure. */
+static int next_signal(const sigset_t *set, int64_t until, siginfo_t *si)
+{
+	int64_t left = until - mono_ms();
+	struct timespec ts;
+	int sig;
+
+	if (left < 0)
+		left = 0;
+	ts.tv_sec = (time_t)(left / 1000);
+	ts.tv_nsec = (long)(left % 1000) * 1000000L;
+	sig = sigtimedwait(set, si, &ts);
+	if (sig >= 0)
+		return sig;
+	return errno == EAGAIN ? 0 : -errno;
+}
+
+static int wait_command(const struct opts *o, struct pidlock *lock,
+			pid_t child, const sigset_t *set, int *status,
+			bool *lost)
+{
+	int64_t interval = refresh_interval_ms(o);
+	int64_t next = mono_ms() + interval;
+
+	for (;;) {
+		siginfo_t si;
+		pid_t w;
+		int sig = next_signal(set, next, &si);
+
+		if (sig == 0) {
+			refresh(o, lock, lost);
+			next = mono_ms() + interval;
+			continue;
+		}
+		if (sig == -EINTR)
+			continue;
+		if (sig < 0)
+			return sig;
+		if (sig != SIGCHLD) {
+			/* ESRCH: it is exiting; its SIGCHLD comes next. */
+			if (!from_terminal(sig, &si))
+				(void)kill(child, sig);
+			continue;
+		}
+		w = waitpid(child, status, WNOHANG);
+		if (w == child)
+			return 0;
+		if (w < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+static void release(const struct opts *o, struct pidlock *lock, bool lost)
+{
+	int r = pidlock_release(lock);
+
+	if (r == -ESTALE && lost)
+		return;		/* already said */
+	if (r < 0)
+		warn_path(o->lockfile, -r);
+	else if (o->verbose)
+		warn_file(o->lockfile, "released");
+}
+
+/* Before the command runs: the lock goes back, and we say why. */
+static int cannot_start(const struct opts *o, struct pidlock *lock,
+			const char *what, int err)
+{
+	release(o, lock, false);
+	warn_msg("cannot %s: %s", what, strerror(err));
+	return EX_OSERR;
+}
+
+static int run_child(const struct opts *o, struct pidlock *lock)
+{
+	struct sigstate s;
+	bool lost = false;
+	pid_t child;
+	int r, status = 0;
+
+	r = block_signals(&s);
+	if (r < 0)
+		return cannot_start(o, lock, "block signals", -r);
+	/* Unwritten output would be written twice, by us and the child;
+	 * a stream that cannot be flushed keeps its error (see out()). */
+	(void)fflush(NULL);
+	child = fork();
+	if (child < 0)
+		return cannot_start(o, lock, "fork", errno);
+	if (child == 0)
+		start_command(o, lock, &s);
+	r = wait_command(o, lock, child, &s.wait, &status, &lost);
+	/* The signals stay blocked: one arriving now must not kill us
+	 * before the command's status is passed on. */
+	release(o, lock, lost);
+	if (r < 0) {
+		warn_msg("waiting for the command: %s", strerror(-r));
+		return EX_OSERR;
+	}
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+/* ---- --exec ------------------------------------------------------- */
 
 /*
  * --exec: become the command.  The file names our pid, which is now the
@@ -33,7 +344,7 @@ static int exec_locked(const struct opts *o, struct pidlock *lock)
 		pidlock_free(lock);
 		return fail_path(o->lockfile, err);
 	}
-	fflush(NULL);
+	(void)fflush(NULL);	/* as in run_child() */
 	execvp(o->cmd[0], o->cmd);
 	err = errno;
 	/* Nothing ran under the lock: give it back, file and all. */

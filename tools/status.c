@@ -1,18 +1,241 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* --status: read each lock file, never lock it, and say what it means. */
+/*
+ * --status: read each lock file, never lock it, and say what it means, as
+ * text or as JSON.  The pieces of that text (ages, lock kinds, who holds
+ * a lock) and the JSON object also serve --list and the run mode's -v.
+ */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
-#include <libgen.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sysexits.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
-int status_exit(const struct pidlock_info *info)
+/* ---- human-readable pieces ---------------------------------------- */
+
+static void format_local_time(int64_t t, char *buf, size_t size)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!localtime_r(&tt, &tm) ||
+	    !strftime(buf, size, "%Y-%m-%d %H:%M:%S %z", &tm))
+		text_set(buf, size, "@%lld", (long long)t);
+}
+
+/* "42 s", "3 min 12 s", "5 h 2 min", "3 d 4 h": two units are plenty. */
+void format_age(int64_t s, char *buf, size_t size)
+{
+	static const struct { const char *name; int64_t len; } units[] = {
+		{ "d", 86400 }, { "h", 3600 }, { "min", 60 }, { "s", 1 },
+	};
+	const char *dir = s < 0 ? "from now" : "ago";
+	size_t i;
+
+	if (s < 0)
+		s = -s;
+	for (i = 0; i < 3 && s < units[i].len; i++)
+		;
+	text_set(buf, size, "%lld %s ", (long long)(s / units[i].len),
+		 units[i].name);
+	if (i < 3 && s % units[i].len / units[i + 1].len != 0)
+		text_add(buf, size, "%lld %s ",
+			 (long long)(s % units[i].len / units[i + 1].len),
+			 units[i + 1].name);
+	text_add(buf, size, "%s", dir);
+}
+
+void format_kinds(unsigned int kinds, char *buf, size_t size)
+{
+	text_set(buf, size, "%s%s%s",
+		 kinds & PIDLOCK_KIND_FLOCK ? "flock" : "",
+		 kinds == (PIDLOCK_KIND_FLOCK | PIDLOCK_KIND_OFD) ? "," : "",
+		 kinds & PIDLOCK_KIND_OFD ? "fcntl" : "");
+	if (!kinds)
+		text_set(buf, size, "none");
+}
+
+/* ---- who holds the kernel lock ------------------------------------ */
+
+static bool pid_runs(pid_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+/* Does this fdinfo text list a write lock on the file " MAJ:MIN:INO "? */
+static bool fdinfo_locks(const char *text, const char *file)
+{
+	const char *p = text;
+
+	while ((p = strstr(p, "lock:")) != NULL) {
+		const char *end = strchr(p, '\n');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char line[256];
+
+		text_set(line, sizeof(line), "%.*s ", (int)len, p);
+		if (strstr(line, " WRITE ") && strstr(line, file))
+			return true;
+		p += len;
+	}
+	return false;
+}
+
+/* Does the descriptor described by /proc/PID/fdinfo/FD lock file? */
+static bool fd_locks(const char *path, const char *file)
+{
+	char text[4096];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;	/* closed meanwhile */
+	n = read(fd, text, sizeof(text) - 1);
+	/* Read-only: closing it loses nothing, whatever close says. */
+	(void)close(fd);
+	if (n <= 0)
+		return false;
+	text[n] = '\0';
+	return fdinfo_locks(text, file);
+}
+
+/* Does process `pid` have an open file that holds a write lock on file? */
+static bool process_holds(long pid, const char *file)
+{
+	char dirpath[64], path[320];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	text_set(dirpath, sizeof(dirpath), "/proc/%ld/fdinfo", pid);
+	d = opendir(dirpath);
+	if (!d)
+		return false;	/* gone, or not ours to look at */
+	while (!found && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		text_set(path, sizeof(path), "%s/%s", dirpath, de->d_name);
+		found = fd_locks(path, file);
+	}
+	(void)closedir(d);	/* read-only, as above */
+	return found;
+}
+
+/* Some other running process that holds a write lock on file, or 0;
+ * a readdir error ends the search with what it found, as for a process
+ * we may not look at. */
+static pid_t scan_processes(const char *file)
+{
+	struct dirent *de;
+	pid_t found = 0;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return 0;
+	while (!found && (de = readdir(d)) != NULL) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (*end || pid <= 0 || pid == (long)getpid())
+			continue;
+		if (process_holds(pid, file) && pid_runs((pid_t)pid))
+			found = (pid_t)pid;
+	}
+	(void)closedir(d);	/* read-only, as above */
+	return found;
+}
+
+/*
+ * Which process holds the kernel lock on path now.  /proc/locks names
+ * the process that took a lock, which may have passed the descriptor on
+ * and exited, and names none for an open file description lock (pid -1).
+ * Then every process that has the locked open file lists the lock in
+ * /proc/PID/fdinfo; the first one found that runs is the answer.  0:
+ * unknown (nobody holds it, or the holder is another user's process and
+ * we may not look).
+ */
+static pid_t kernel_holder(const char *path, const struct pidlock_info *info)
+{
+	char file[64];
+	struct stat st;
+
+	if (!info->kernel_locks)
+		return 0;
+	if (pid_runs(info->kernel_pid))
+		return info->kernel_pid;
+	if (lstat(path, &st) < 0)
+		return 0;
+	text_set(file, sizeof(file), " %02x:%02x:%llu ", major(st.st_dev),
+		 minor(st.st_dev), (unsigned long long)st.st_ino);
+	return scan_processes(file);
+}
+
+/* "pid 1234 holding flock,fcntl" and what the record says besides;
+ * false when the record names another process than the holder. */
+static bool describe_kernel_holder(const char *path,
+				   const struct pidlock_info *info,
+				   char *buf, size_t size)
+{
+	pid_t holder = kernel_holder(path, info);
+	char kinds[32];
+
+	/* Not allowed to look: the record's pid, if it runs, is the best
+	 * guess left. */
+	if (holder == 0 && info->pid > 0 && info->pid_alive > 0)
+		holder = info->pid;
+	format_kinds(info->kernel_locks, kinds, sizeof(kinds));
+	if (holder > 0)
+		text_set(buf, size, "pid %d holding %s", (int)holder, kinds);
+	else
+		text_set(buf, size, "an unknown process holding %s", kinds);
+	if (info->pid <= 0 || info->pid == holder)
+		return true;
+	text_add(buf, size, info->pid_alive == 0 ?
+		 " (the file names pid %d, which is not running)" :
+		 " (the file names pid %d)", (int)info->pid);
+	return false;
+}
+
+/*
+ * "pid 1234 holding flock,fcntl, tag "x", since 12 s ago", "pid 77
+ * holding flock", "pid 5150 (spec-only, no kernel lock)".  With a kernel
+ * lock, the holder named is the one the kernel knows; a pid recorded in
+ * the file that is another process is shown as such, and the record's
+ * tag and time, which are then not the holder's, are left out.
+ */
+void describe_holder(const char *path, const struct pidlock_info *info,
+		     char *buf, size_t size)
+{
+	char age[48] = "";
+
+	if (info->kernel_locks) {
+		if (!describe_kernel_holder(path, info, buf, size))
+			return;
+	} else if (info->pid > 0) {
+		text_set(buf, size, "pid %d", (int)info->pid);
+		if (info->state == PIDLOCK_STATE_HELD_SPEC)
+			text_add(buf, size, " (spec-only, no kernel lock)");
+	} else {
+		text_set(buf, size, "an unknown process");
+	}
+	if (info->has_timestamp)
+		format_age((int64_t)time(NULL) - info->timestamp, age, sizeof(age));
+	if (info->tag[0])
+		text_add(buf, size, ", tag \"%s\"", info->tag);
+	if (age[0])
+		text_add(buf, size, ", since %s", age);
+}
+
+/* What --status exits with for this file. */
+static int status_exit(const struct pidlock_info *info)
 {
 	switch (info->state) {
 	case PIDLOCK_STATE_FREE:
@@ -30,6 +253,165 @@ int status_exit(const struct pidlock_info *info)
 	}
 	return EX_SOFTWARE;
 }
+
+/* ---- JSON --------------------------------------------------------- */
+
+/* Length of a valid UTF-8 sequence at s (1..4), or 0. */
+static size_t utf8_seq(const unsigned char *s)
+{
+	unsigned char lo = 0x80, hi = 0xBF;
+	size_t n, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xC2 && s[0] <= 0xDF)
+		n = 2;
+	else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+		n = 3;
+	else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+		n = 4;
+	else
+		return 0;
+	if (s[0] == 0xE0)
+		lo = 0xA0;
+	else if (s[0] == 0xED)
+		hi = 0x9F;	/* no surrogates */
+	else if (s[0] == 0xF0)
+		lo = 0x90;
+	else if (s[0] == 0xF4)
+		hi = 0x8F;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xBF)
+			return 0;
+	return n;
+}
+
+/* One ASCII character inside a JSON string. */
+static void json_char(unsigned char c)
+{
+	if (c == '"' || c == '\\')
+		out(stdout, "\\%c", c);
+	else if (c == '\n')
+		out(stdout, "\\n");
+	else if (c == '\t')
+		out(stdout, "\\t");
+	else if (c < 0x20 || c == 0x7f)
+		out(stdout, "\\u%04x", c);
+	else
+		out(stdout, "%c", c);
+}
+
+/*
+ * File names are bytes, JSON strings are Unicode: a byte that is not
+ * part of valid UTF-8 becomes U+FFFD, so the document always parses.
+ * (A NUL ends the C string, so a short sequence never reads past it.)
+ */
+static void json_string(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	out(stdout, "\"");
+	while (*s) {
+		size_t n = utf8_seq(s);
+
+		if (n == 0) {
+			out(stdout, "\\ufffd");
+			s++;
+		} else if (n > 1) {
+			out(stdout, "%.*s", (int)n, (const char *)s);
+			s += n;
+		} else {
+			json_char(*s++);
+		}
+	}
+	out(stdout, "\"");
+}
+
+/* ", "key": "text"" or ", "key": null" */
+static void json_key_string(const char *key, const char *s)
+{
+	out(stdout, ", \"%s\": ", key);
+	if (s)
+		json_string(s);
+	else
+		out(stdout, "null");
+}
+
+static void json_kinds(const char *key, unsigned int kinds)
+{
+	out(stdout, ", \"%s\": [%s%s%s]", key,
+	    kinds & PIDLOCK_KIND_FLOCK ? "\"flock\"" : "",
+	    kinds == (PIDLOCK_KIND_FLOCK | PIDLOCK_KIND_OFD) ? ", " : "",
+	    kinds & PIDLOCK_KIND_OFD ? "\"fcntl\"" : "");
+}
+
+static void json_int_or_null(const char *key, long long v, bool known)
+{
+	if (known)
+		out(stdout, ", \"%s\": %lld", key, v);
+	else
+		out(stdout, ", \"%s\": null", key);
+}
+
+/* The record's time, as UTC; NULL where there is none. */
+static const char *utc_text(int64_t t, bool known, char *buf, size_t size)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!known || !gmtime_r(&tt, &tm) ||
+	    !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		return NULL;
+	return buf;
+}
+
+/* What the content says is a record only in a lock file: the pid=-like
+ * lines of other data name nobody. */
+static void json_record(const struct pidlock_info *info, bool exists)
+{
+	bool stamp = exists && info->has_timestamp;
+	bool pid = exists && info->pid > 0;
+	char since[64];
+
+	json_int_or_null("pid", info->pid, pid);
+	out(stdout, ", \"pid_alive\": %s", !pid || info->pid_alive < 0 ? "null" :
+	    info->pid_alive ? "true" : "false");
+	json_int_or_null("timestamp", info->timestamp, stamp);
+	json_key_string("since", utc_text(info->timestamp, stamp, since,
+					  sizeof(since)));
+	json_int_or_null("age", (long long)time(NULL) - info->timestamp, stamp);
+	json_key_string("tag", exists && info->tag[0] ? info->tag : NULL);
+}
+
+/* One lock object.  error != 0: inspecting failed, nothing else known.
+ * Every object has the same keys, null where a value is unknown, so
+ * consumers never test for presence. */
+void json_info(const char *path, const struct pidlock_info *info, int error)
+{
+	bool exists = !error && info->state != PIDLOCK_STATE_FREE &&
+		      info->state != PIDLOCK_STATE_NOT_LOCK_FILE;
+	int err = error ? error : info->error;
+
+	out(stdout, "{\"path\": ");
+	json_string(path);
+	json_key_string("state", error ? "error" :
+			pidlock_state_name(info->state));
+	out(stdout, ", \"exit_status\": %d", error ? exit_for_errno(error) :
+	    status_exit(info));
+	json_record(info, exists);
+	json_kinds("kernel_locks", error ? 0 : info->kernel_locks);
+	json_int_or_null("kernel_pid", info->kernel_pid,
+			 !error && info->kernel_pid > 0);
+	json_kinds("marker", exists ? info->marker : 0);
+	json_int_or_null("mtime", info->mtime, exists ||
+			 (!error && info->state == PIDLOCK_STATE_NOT_LOCK_FILE));
+	json_key_string("error", err ? strerror(err) : NULL);
+	out(stdout, "}");
+}
+
+/* ---- --status ----------------------------------------------------- */
 
 static const char *state_meaning(enum pidlock_state state)
 {
@@ -57,12 +439,12 @@ static const char *state_meaning(enum pidlock_state state)
 static void print_pid(const struct pidlock_info *info)
 {
 	if (info->pid <= 0) {
-		printf("  pid:     none recorded\n");
+		out(stdout, "  pid:     none recorded\n");
 		return;
 	}
-	printf("  pid:     %d (%s)\n", (int)info->pid,
-	       info->pid_alive > 0 ? "running" :
-	       info->pid_alive == 0 ? "not running" : "unknown");
+	out(stdout, "  pid:     %d (%s)\n", (int)info->pid,
+	    info->pid_alive > 0 ? "running" :
+	    info->pid_alive == 0 ? "not running" : "unknown");
 }
 
 static void print_since(const struct pidlock_info *info)
@@ -73,39 +455,45 @@ static void print_since(const struct pidlock_info *info)
 		return;
 	format_local_time(info->timestamp, when, sizeof(when));
 	format_age((int64_t)time(NULL) - info->timestamp, age, sizeof(age));
-	printf("  since:   %s (%s)\n", when, age);
+	out(stdout, "  since:   %s (%s)\n", when, age);
+}
+
+/* " (taken by pid 12, which is gone; held by pid 34)" and the like. */
+static void print_kernel_holder(const struct pidlock_info *info, pid_t holder)
+{
+	pid_t taker = info->kernel_pid;
+
+	if (taker > 0 && holder == taker)
+		out(stdout, " (taken by pid %d)", (int)taker);
+	else if (taker > 0 && holder > 0)
+		out(stdout, " (taken by pid %d, which is gone; held by pid %d)",
+		    (int)taker, (int)holder);
+	else if (taker > 0)
+		out(stdout, " (taken by pid %d, which is gone; holder unknown)",
+		    (int)taker);
+	else if (holder > 0)
+		out(stdout, " (held by pid %d)", (int)holder);
+	else if (info->kernel_locks)
+		out(stdout, " (holder unknown)");
 }
 
 static void print_kernel(const char *path, const struct pidlock_info *info)
 {
-	pid_t holder = kernel_holder(path, info);
 	char kinds[32];
 
 	format_kinds(info->kernel_locks, kinds, sizeof(kinds));
-	printf("  kernel:  %s", kinds);
-	if (info->kernel_pid > 0 && holder == info->kernel_pid)
-		printf(" (taken by pid %d)", (int)info->kernel_pid);
-	else if (info->kernel_pid > 0 && holder > 0)
-		printf(" (taken by pid %d, which is gone; held by pid %d)",
-		       (int)info->kernel_pid, (int)holder);
-	else if (info->kernel_pid > 0)
-		printf(" (taken by pid %d, which is gone; holder unknown)",
-		       (int)info->kernel_pid);
-	else if (holder > 0)
-		printf(" (held by pid %d)", (int)holder);
-	else if (info->kernel_locks)
-		printf(" (holder unknown)");
-	putchar('\n');
-	if (info->marker) {
-		format_kinds(info->marker, kinds, sizeof(kinds));
-		printf("  written: by a kernel-lock locker taking %s\n", kinds);
-	}
+	out(stdout, "  kernel:  %s", kinds);
+	print_kernel_holder(info, kernel_holder(path, info));
+	out(stdout, "\n");
+	if (!info->marker)
+		return;
+	format_kinds(info->marker, kinds, sizeof(kinds));
+	out(stdout, "  written: by a kernel-lock locker taking %s\n", kinds);
 }
 
 static void print_text(const char *path, const struct pidlock_info *info)
 {
 	const char *meaning = state_meaning(info->state);
-
 	struct stat st;
 
 	/* Free with no file at all is just "free". */
@@ -113,37 +501,20 @@ static void print_text(const char *path, const struct pidlock_info *info)
 	    (lstat(path, &st) < 0 || !S_ISREG(st.st_mode)))
 		meaning = NULL;
 	print_clean(stdout, path);
-	printf(": %s", pidlock_state_name(info->state));
+	out(stdout, ": %s", pidlock_state_name(info->state));
 	if (info->state == PIDLOCK_STATE_UNREADABLE)
-		printf(" (%s)", strerror(info->error ? info->error : EIO));
+		out(stdout, " (%s)", strerror(info->error ? info->error : EIO));
 	else if (meaning)
-		printf(" (%s)", meaning);
-	putchar('\n');
+		out(stdout, " (%s)", meaning);
+	out(stdout, "\n");
 	if (info->state == PIDLOCK_STATE_FREE ||
 	    info->state == PIDLOCK_STATE_NOT_LOCK_FILE)
 		return;
 	print_pid(info);
 	if (info->tag[0])
-		printf("  tag:     %s\n", info->tag);
+		out(stdout, "  tag:     %s\n", info->tag);
 	print_since(info);
 	print_kernel(path, info);
-}
-
-/* A typo in the directory must not read as "free". */
-static int check_parent(const char *path)
-{
-	char *copy = strdup(path);
-	struct stat st;
-	int r = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	if (stat(dirname(copy), &st) < 0)
-		r = -errno;
-	else if (!S_ISDIR(st.st_mode))
-		r = -ENOTDIR;
-	free(copy);
-	return r;
 }
 
 /* Returns the file's exit status; fills *info, or *error on failure. */
@@ -165,7 +536,7 @@ int cmd_status(const struct opts *o)
 	int worst = 0;
 
 	if (o->json)
-		fputs("{\"locks\": [", stdout);
+		out(stdout, "{\"locks\": [");
 	for (int i = 0; i < o->nfiles; i++) {
 		struct pidlock_info info;
 		int error;
@@ -176,14 +547,14 @@ int cmd_status(const struct opts *o)
 		if (error)
 			warn_path(o->files[i], error);
 		if (o->json) {
-			fputs(i ? ",\n  " : "\n  ", stdout);
-			json_info(stdout, o->files[i], &info, error);
+			out(stdout, i ? ",\n  " : "\n  ");
+			json_info(o->files[i], &info, error);
 		} else if (!error) {
 			print_text(o->files[i], &info);
 		}
 	}
 	if (o->json)
-		fputs("\n]}\n", stdout);
+		out(stdout, "\n]}\n");
 	if (finish_stdout())
 		return EX_IOERR;
 	return worst;

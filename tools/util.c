@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Messages, exit codes, and the lock handle as the options describe it. */
+/* Output, messages, exit codes, and the lock handle as the options say. */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
+#include <libgen.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sysexits.h>
@@ -16,52 +17,34 @@
 /* Writable, so that main() can point argv[0] at it without a cast. */
 char program_name[] = "pidlock";
 
-void warn_msg(const char *fmt, ...)
+/* File names reach a terminal: no control character may pass. */
+void print_clean(FILE *f, const char *s)
 {
-	va_list ap;
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
 
-	fprintf(stderr, "%s: ", program_name);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-/* "pidlock: PATH: message", the path safe for a terminal. */
-void warn_file(const char *path, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", program_name);
-	print_clean(stderr, path);
-	fputs(": ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-/*
- * With stdout closed, the lock file would become descriptor 1 and the
- * command's output would go into it.  Give every missing standard
- * descriptor /dev/null, lowest first so each lands on its own number.
- */
-int open_std_fds(void)
-{
-	for (int fd = 0; fd <= 2; fd++) {
-		int nfd;
-
-		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
-			continue;
-		nfd = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
-		if (nfd < 0)
-			return -errno;
-		if (nfd != fd) {
-			close(nfd);
-			return -EBADF;
-		}
+		out(f, "%c", ch < 0x20 || ch == 0x7f ? '?' : ch);
 	}
-	return 0;
+}
+
+/* "pidlock: ", and "PATH: " after it if path, the path safe for a
+ * terminal. */
+void warn_prefix(const char *path)
+{
+	out(stderr, "%s: ", program_name);
+	if (!path)
+		return;
+	print_clean(stderr, path);
+	out(stderr, ": ");
+}
+
+/* Where text_add() goes on: the end of the text, or the buffer's last
+ * byte when it is full. */
+size_t text_len(const char *buf, size_t size)
+{
+	size_t n = strnlen(buf, size);
+
+	return n < size ? n : size - 1;
 }
 
 /* What the library means by a code whose strerror() text would mislead. */
@@ -88,13 +71,13 @@ static void dir_of(const char *path, char *buf, size_t size)
 	size_t n;
 
 	if (!slash) {
-		snprintf(buf, size, ".");
+		text_set(buf, size, ".");
 		return;
 	}
 	while (slash > path && slash[-1] == '/')
 		slash--;
 	n = slash == path ? 1 : (size_t)(slash - path);
-	snprintf(buf, size, "%.*s", (int)(n < size ? n : size - 1), path);
+	text_set(buf, size, "%.*s", (int)(n < size ? n : size - 1), path);
 }
 
 /*
@@ -111,7 +94,7 @@ static const char *eperm_cause(const char *path, char *buf, size_t size)
 	if (stat(dir, &dst) < 0)
 		return NULL;
 	if ((dst.st_mode & (S_IWOTH | S_ISVTX)) == S_IWOTH) {
-		snprintf(buf, size, "the directory %s is writable by everyone "
+		text_set(buf, size, "the directory %s is writable by everyone "
 			 "and has no sticky bit, so anybody could remove or "
 			 "replace the lock file; use a directory that only "
 			 "trusted users can write, or set its sticky bit "
@@ -121,7 +104,7 @@ static const char *eperm_cause(const char *path, char *buf, size_t size)
 	if (lstat(path, &st) == 0 && st.st_uid != geteuid() &&
 	    (dst.st_mode & (S_IWOTH | S_ISVTX)) == (S_IWOTH | S_ISVTX) &&
 	    st.st_uid != dst.st_uid) {
-		snprintf(buf, size, "the file belongs to uid %u, not to you, "
+		text_set(buf, size, "the file belongs to uid %u, not to you, "
 			 "in the shared sticky directory %s; a file another "
 			 "user created there is never used, so nobody can "
 			 "plant a lock file for you; use another name or a "
@@ -134,14 +117,13 @@ static const char *eperm_cause(const char *path, char *buf, size_t size)
 /* Anything but a lock file: say so, that nothing changed, and what to do. */
 static void warn_not_lock_file(const char *path)
 {
-	fprintf(stderr, "%s: ", program_name);
+	warn_prefix(path);
+	out(stderr, "not a lock file: it holds other data (a lock file "
+	    "is empty or holds a lock record of at most %d bytes); "
+	    "nothing was changed.  Use a separate lock file for the "
+	    "lock, such as '", PIDLOCK_CONTENT_MAX);
 	print_clean(stderr, path);
-	fprintf(stderr, ": not a lock file: it holds other data (a lock file "
-		"is empty or holds a lock record of at most %d bytes); "
-		"nothing was changed.  Use a separate lock file for the "
-		"lock, such as '", PIDLOCK_CONTENT_MAX);
-	print_clean(stderr, path);
-	fputs(".lock'.\n", stderr);
+	out(stderr, ".lock'.\n");
 }
 
 void warn_path(const char *path, int err)
@@ -155,15 +137,14 @@ void warn_path(const char *path, int err)
 	}
 	why = err == EPERM ? eperm_cause(path, buf, sizeof(buf)) :
 	      library_meaning(err);
-	fprintf(stderr, "%s: ", program_name);
-	print_clean(stderr, path);
-	if (why) {
-		fprintf(stderr, ": %s (", strerror(err));
-		print_clean(stderr, why);
-		fputs(")\n", stderr);
-	} else {
-		fprintf(stderr, ": %s\n", strerror(err));
+	warn_prefix(path);
+	if (!why) {
+		out(stderr, "%s\n", strerror(err));
+		return;
 	}
+	out(stderr, "%s (", strerror(err));
+	print_clean(stderr, why);
+	out(stderr, ")\n");
 }
 
 /* Like flock(1): <sysexits.h> for everything that is not a conflict. */
@@ -201,9 +182,63 @@ int fail_path(const char *path, int err)
 	return exit_for_errno(err);
 }
 
+/* 0 if path's directory is one, else -errno: a typo in the directory
+ * must not read as "free" or "nothing to remove". */
+int check_parent(const char *path)
+{
+	char *copy = strdup(path);
+	struct stat st;
+	int r = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	if (stat(dirname(copy), &st) < 0)
+		r = -errno;
+	else if (!S_ISDIR(st.st_mode))
+		r = -ENOTDIR;
+	free(copy);
+	return r;
+}
+
+/*
+ * With stdout closed, the lock file would become descriptor 1 and the
+ * command's output would go into it.  Give every missing standard
+ * descriptor /dev/null, lowest first so each lands on its own number.
+ */
+int open_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		int nfd;
+
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		nfd = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+		if (nfd < 0)
+			return -errno;
+		if (nfd == fd)
+			continue;
+		/* /dev/null: closing it loses nothing, whatever close says. */
+		(void)close(nfd);
+		return -EBADF;
+	}
+	return 0;
+}
+
 unsigned int stale_or_default(const struct opts *o)
 {
 	return o->stale_sec ? o->stale_sec : PIDLOCK_DEFAULT_STALE_SEC;
+}
+
+/* The settings the options give a lock; -errno on the first refused. */
+static int configure_lock(const struct opts *o, struct pidlock *lock)
+{
+	int r = pidlock_set_stale_timeout(lock, stale_or_default(o));
+
+	if (r == 0 && o->tag)
+		r = pidlock_set_tag(lock, o->tag);
+	if (r == 0 && o->mode_set)
+		r = pidlock_set_mode(lock, (mode_t)o->mode_bits);
+	return r;
 }
 
 int make_lock(const struct opts *o, const char *path, struct pidlock **lockp)
@@ -216,11 +251,7 @@ int make_lock(const struct opts *o, const char *path, struct pidlock **lockp)
 
 	if (r < 0)
 		return r;
-	r = pidlock_set_stale_timeout(lock, stale_or_default(o));
-	if (r == 0 && o->tag)
-		r = pidlock_set_tag(lock, o->tag);
-	if (r == 0 && o->mode_set)
-		r = pidlock_set_mode(lock, (mode_t)o->mode_bits);
+	r = configure_lock(o, lock);
 	if (r < 0) {
 		pidlock_free(lock);
 		return r;

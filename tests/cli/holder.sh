@@ -62,12 +62,8 @@ pass "--list shows the kept files as free"
 pass "the monitoring example is silent for kept files"
 
 # ...but a crashed holder's file is abandoned, exit 2, and it names that.
-start_bg crash.lock sh -c 'echo $$ > pids/crash.cmdpid; exec sleep 30'
+crash_holder crash.lock pids/crash.cmdpid
 crash=$LAST
-wait_until test -s pids/crash.cmdpid
-kill -KILL "$crash" "$(cat pids/crash.cmdpid)"
-wait "$crash" 2>/dev/null
-wait_until gone "$(cat pids/crash.cmdpid)"
 expect 2 "a crashed holder's file: exit 2" -- "$PIDLOCK" --status crash.lock
 "$PIDLOCK" --list . | awk '$2 == "abandoned" { print $1 }' > named
 [ "$(cat named)" = crash.lock ] || fail "the monitoring example names: $(cat named)"

@@ -141,6 +141,18 @@ start_bg() {
 	track "$LAST"
 }
 
+# crash_holder LOCKFILE PIDFILE: pidlock holding LOCKFILE for a command
+# that writes its pid to PIDFILE, then both killed with SIGKILL, as a
+# crash leaves them: no release, the file as it was.  LAST is pidlock's
+# pid; returns once both are gone.
+crash_holder() {
+	start_bg "$1" sh -c 'echo $$ > "$0"; exec sleep 30' "$2"
+	wait_until test -s "$2"
+	kill -KILL "$LAST" "$(cat "$2")"
+	wait "$LAST" 2>/dev/null
+	wait_until gone "$(cat "$2")"
+}
+
 # bg_peer COMMAND...: a peer locker in the background, cleaned up likewise.
 bg_peer() {
 	setsid "$@" &

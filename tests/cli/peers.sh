@@ -45,36 +45,30 @@ wait "$pl"
 rm -f x.lock
 
 # Peers hold: pidlock waits or fails.
+# peer_holds NAME PID [OPTION...]: while the peer NAME (process group PID)
+# holds x.lock, pidlock -n fails and pidlock OPTION... waits; it runs
+# once the peer is killed.
+peer_holds() {
+	local name=$1 peer=$2 waiter
+	shift 2
+	wait_until held x.lock
+	rm -f ran
+	expect 1 "$name holds: pidlock -n fails" -- "$PIDLOCK" -n x.lock touch ran
+	"$PIDLOCK" "$@" x.lock touch ran &
+	waiter=$!
+	track $waiter
+	sleep 0.3
+	[ ! -e ran ] || fail "pidlock ran while $name held the lock"
+	kill -KILL -- "-$peer"
+	wait "$waiter" || fail "pidlock did not get the lock after $name"
+	[ -e ran ] || fail "the command did not run"
+	pass "$name holds: pidlock waits, then runs"
+	rm -f x.lock ran
+}
 bg_peer flock x.lock sleep 30
-fl=$LAST
-wait_until held x.lock
-rm -f ran
-expect 1 "flock(1) holds: pidlock -n fails" -- "$PIDLOCK" -n x.lock touch ran
-"$PIDLOCK" x.lock touch ran &
-waiter=$!
-track $waiter
-sleep 0.3
-[ ! -e ran ] || fail "pidlock ran while flock(1) held the lock"
-kill -KILL -- "-$fl"
-wait "$waiter" || fail "pidlock did not get the lock after flock(1)"
-[ -e ran ] || fail "the command did not run"
-pass "flock(1) holds: pidlock waits, then runs"
-rm -f x.lock ran
-
+peer_holds "flock(1)" "$LAST"
 bg_peer with-lock-ex -w x.lock sleep 30
-wle=$LAST
-wait_until held x.lock
-expect 1 "with-lock-ex holds: pidlock -n fails" -- "$PIDLOCK" -n x.lock touch ran
-"$PIDLOCK" -w 10 x.lock touch ran &
-waiter=$!
-track $waiter
-sleep 0.3
-[ ! -e ran ] || fail "pidlock ran while with-lock-ex held the lock"
-kill -KILL -- "-$wle"
-wait "$waiter" || fail "pidlock did not get the lock after with-lock-ex"
-[ -e ran ] || fail "the command did not run"
-pass "with-lock-ex holds: pidlock waits, then runs"
-rm -f x.lock ran
+peer_holds with-lock-ex "$LAST" -w 10
 
 spec_lock x.lock $$ "$(date +%s)"
 expect 1 "a spec-only holder: pidlock -n fails" -- "$PIDLOCK" -n x.lock touch ran

@@ -10,12 +10,7 @@ expect 0 "nothing to remove is success" -- "$PIDLOCK" --remove none.lock
 expect 66 "a missing directory is an error" -- "$PIDLOCK" --remove nodir/x.lock
 
 # A crashed holder's file goes.
-start_bg crash.lock sh -c 'echo $$ > c.cmdpid; exec sleep 30'
-pl=$LAST
-wait_until test -s c.cmdpid
-kill -KILL "$pl" "$(cat c.cmdpid)"
-wait "$pl" 2>/dev/null
-wait_until gone "$(cat c.cmdpid)"
+crash_holder crash.lock c.cmdpid
 expect 0 "a crashed holder's file is removed" -- "$PIDLOCK" -v --remove crash.lock
 [ ! -e crash.lock ] || fail "crash.lock is still there"
 pass "and is gone"

@@ -77,18 +77,17 @@ expect 0 "and keeps it, free" -- "$PIDLOCK" --status x.lock
 rm x.lock
 
 # --flock-only and --fcntl-only: the marker and the kernel's own list.
-"$PIDLOCK" --flock-only x.lock sh -c 'cp x.lock m; "$0" --status --json x.lock > j' "$PIDLOCK"
-[ "$(field m lock)" = flock ] || fail "--flock-only marker: $(field m lock)"
-json_flat j
-[ "$(jv j 0 kernel_locks)" = '["flock"]' ] ||
-	fail "--flock-only kernel locks: $(cat j)"
-pass "--flock-only takes only flock"
-"$PIDLOCK" --fcntl-only x.lock sh -c 'cp x.lock m; "$0" --status --json x.lock > j' "$PIDLOCK"
-[ "$(field m lock)" = ofd ] || fail "--fcntl-only marker: $(field m lock)"
-json_flat j
-[ "$(jv j 0 kernel_locks)" = '["fcntl"]' ] ||
-	fail "--fcntl-only kernel locks: $(cat j)"
-pass "--fcntl-only takes only the fcntl lock"
+# takes_only OPTION MARKER KINDS WHAT: under pidlock OPTION, the file's
+# lock= marker and the kernel's locks, as --status --json lists them.
+takes_only() {
+	"$PIDLOCK" "$1" x.lock sh -c 'cp x.lock m; "$0" --status --json x.lock > j' "$PIDLOCK"
+	[ "$(field m lock)" = "$2" ] || fail "$1 marker: $(field m lock)"
+	json_flat j
+	[ "$(jv j 0 kernel_locks)" = "$3" ] || fail "$1 kernel locks: $(cat j)"
+	pass "$1 takes only $4"
+}
+takes_only --flock-only flock '["flock"]' flock
+takes_only --fcntl-only ofd '["fcntl"]' "the fcntl lock"
 "$PIDLOCK" x.lock sh -c '"$0" --status --json x.lock > j' "$PIDLOCK"
 json_flat j
 [ "$(jv j 0 kernel_locks)" = '["flock", "fcntl"]' ] ||

@@ -75,12 +75,8 @@ expect 1 "an old spec-only file whose process lives is held" -- \
 	"$PIDLOCK" --status --stale 60 oldlive.lock
 
 # A crashed holder: SIGKILL pidlock and its command.
-start_bg crash.lock sh -c 'echo $$ > crash.cmdpid; exec sleep 30'
+crash_holder crash.lock crash.cmdpid
 crash=$LAST
-wait_until test -s crash.cmdpid
-kill -KILL "$crash" "$(cat crash.cmdpid)"
-wait "$crash" 2>/dev/null
-wait_until gone "$(cat crash.cmdpid)"
 expect 2 "crashed holder's file: exit 2" -- "$PIDLOCK" --status crash.lock
 status_json crash.lock
 [ "$(js state)" = abandoned ] && [ "$(js pid)" = "$crash" ] &&
