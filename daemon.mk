@@ -61,7 +61,7 @@ endif
 
 if HAVE_CHECK
 check_PROGRAMS += tests/daemon/pidlock-daemon-unit
-tests_daemon_pidlock_daemon_unit_SOURCES = tests/daemon/unit.c
+tests_daemon_pidlock_daemon_unit_SOURCES = tests/daemon/unit.c $(TEST_UTIL)
 tests_daemon_pidlock_daemon_unit_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_daemon_pidlock_daemon_unit_LDADD = lib/libpidlock.la $(CHECK_LIBS) \
 	$(LIBBSD_LIBS)

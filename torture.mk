@@ -87,7 +87,7 @@ tests_fault_libfaultshim_la_LIBADD = -ldl
 
 if HAVE_CHECK
 check_PROGRAMS += tests/fault/test-fault
-tests_fault_test_fault_SOURCES = tests/fault/test-fault.c
+tests_fault_test_fault_SOURCES = tests/fault/test-fault.c $(TEST_UTIL)
 tests_fault_test_fault_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_fault_test_fault_LDADD = tests/fault/libfaultshim.la lib/libpidlock.la \
 	$(CHECK_LIBS)
