@@ -16,7 +16,6 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
@@ -34,6 +33,7 @@
 #include <pidlock.h>
 
 #include "faultshim.h"
+#include "../testutil.h"
 
 #define MAX_NTH 24
 #define NOT_REACHED 10
@@ -55,32 +55,6 @@ static const char *const publish_names[] = {
 static const int errs[] = { ENOSPC, EIO, EINTR, FAULT_SHORT };
 
 static char dir[4096], path[4200];
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int n = 0;
-
-	ck_assert_msg(d != NULL, "/proc/self/fd: %s", strerror(errno));
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n - 1;	/* the DIR's own descriptor */
-}
-
-static int temp_files(void)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
-
-	ck_assert(d != NULL);
-	while ((de = readdir(d)))
-		n += strncmp(de->d_name, ".pidlock-tmp-", 13) == 0;
-	closedir(d);
-	return n;
-}
 
 static ssize_t read_path(char *buf, size_t size)
 {
@@ -118,31 +92,14 @@ static void plant_old_record(void)
 	close(fd);
 }
 
-/* Remove what a case left (only ever plain files); -errno on failure. */
-static int empty_dir(void)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int r = 0;
-
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-		    unlinkat(dirfd(d), de->d_name, 0) < 0)
-			r = -errno;
-	closedir(d);
-	return r;
-}
-
-/* An empty directory for each case. */
+/* An empty directory for each case, inside the test case's tu_base(). */
 static void fresh_dir(void)
 {
-	int r = empty_dir();
-
-	if (r == -ENOENT)
-		r = mkdir(dir, 0755) < 0 ? -errno : 0;
-	ck_assert_msg(r == 0, "%s: %s", dir, strerror(-r));
+	tu_fmt(dir, sizeof(dir), "%s/fault", tu_base());
+	tu_fmt(path, sizeof(path), "%s/lock", dir);
+	if (tu_exists(dir))
+		tu_rmtree(dir);
+	ck_assert_msg(mkdir(dir, 0755) == 0, "%s: %s", dir, strerror(errno));
 }
 
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); _exit(1); } while (0)
@@ -224,7 +181,7 @@ one_case(enum op op, int named, enum fault_fn fn, int nth, int err,
 	fault_notmpfile(named >= 2);
 	if (op == OP_TAKEOVER)
 		plant_old_record();
-	base = count_fds();
+	base = tu_count_fds();
 	r = pidlock_new(&lock, path, 0);
 	if (r < 0)
 		FAIL("pidlock_new: %s\n", strerror(-r));
@@ -242,10 +199,10 @@ one_case(enum op op, int named, enum fault_fn fn, int nth, int err,
 		FAIL("%s: failed but kept a descriptor\n", what);
 	check_path(op, r, what);
 	pidlock_free(lock);
-	if (count_fds() != base)
+	if (tu_count_fds() != base)
 		FAIL("%s: descriptors before %d, after %d\n", what, base,
-		     count_fds());
-	if (temp_files() && !unremovable_temp(err))
+		     tu_count_fds());
+	if (tu_has_temp(dir) && !unremovable_temp(err))
 		FAIL("%s: a temp file was left behind\n", what);
 	_exit(0);
 }
@@ -333,7 +290,7 @@ static void publish_runs(enum fault_fn fn, bool no_rename, bool no_tmpfile,
 	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
 	ck_assert_msg(fault_calls() == want, "%s ran %d times", what,
 		      fault_calls());
-	ck_assert_int_eq(temp_files(), 0);
+	ck_assert(!tu_has_temp(dir));
 	ck_assert_int_eq(pidlock_verify(lock), 0);
 	ck_assert_int_eq(pidlock_release(lock), 0);
 	fault_disarm();
@@ -432,9 +389,8 @@ END_TEST
 static Suite *fault_suite(void)
 {
 	Suite *s = suite_create("fault");
-	TCase *tc = tcase_create("inject");
+	TCase *tc = tu_tcase(s, "inject", NULL, NULL, 120);
 
-	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_shim_injects);
 	tcase_add_test(tc, test_named_path_runs);
 	tcase_add_test(tc, test_wait_without_watches);
@@ -442,24 +398,10 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc, test_takeover);
 	tcase_add_test(tc, test_release);
 	tcase_add_test(tc, test_refresh);
-	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
-	const char *t = getenv("TMPDIR");
-	SRunner *sr;
-	int failed;
-
-	snprintf(dir, sizeof(dir), "%s/pidlock-fault-%ld", t && t[0] ? t : "/tmp",
-		 (long)getpid());
-	snprintf(path, sizeof(path), "%s/lock", dir);
-	sr = srunner_create(fault_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	if (empty_dir() == 0)
-		rmdir(dir);
-	return failed ? 1 : 0;
+	tu_run_suite(fault_suite());
 }
