@@ -390,6 +390,13 @@ static const char *tag_or_empty(const char *tag)
 	return tag ? tag : "";
 }
 
+/* The lock file with these bytes, last written a minute ago. */
+static void plant(const char *data, size_t len)
+{
+	tu_write_file(lockpath, data, len, 0644);
+	tu_set_mtime(lockpath, now - 60);
+}
+
 /* --- the table, three ways ----------------------------------------- */
 
 static void check_parse(const struct ccase *cc, const char *data, size_t len)
@@ -504,8 +511,7 @@ START_TEST(test_table)
 	char *data = expand(cc->tmpl, cc->tlen, &len);
 
 	check_parse(cc, data, len);
-	tu_write_file(lockpath, data, len, 0644);
-	tu_set_mtime(lockpath, now - 60);
+	plant(data, len);
 	check_inspect(cc);
 	check_acquire(cc->name, cc->state);
 	free(data);
@@ -523,8 +529,7 @@ START_TEST(test_table_kernel_locked)
 	char *data = expand(cc->tmpl, cc->tlen, &len);
 	int fd;
 
-	tu_write_file(lockpath, data, len, 0644);
-	tu_set_mtime(lockpath, now - 60);
+	plant(data, len);
 	fd = open(lockpath, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	/* Our own flock on another open file description conflicts with
@@ -659,53 +664,40 @@ static char *big_tag_file(size_t tag_len, bool record_first, int pid,
 	return buf;
 }
 
-START_TEST(test_big_tag_after_record)
+/* A 100 KB tag next to a record: past PIDLOCK_CONTENT_MAX, nobody's
+ * lock record, whatever the record says; the tag is still cut cleanly. */
+static const struct big_tag_case {
+	const char *name;
+	bool record_first;
+	int pid;		/* P_LIVE or P_DEAD */
+	int64_t ts;		/* T_NOW or T_OLD */
+	bool record_seen;	/* within the first CONTENT_READ_MAX bytes */
+} big_tag_cases[] = {
+	{ "100 KB tag, held", true, P_LIVE, T_NOW, true },
+	{ "100 KB tag, stale", true, P_DEAD, T_OLD, true },
+	/* A record past the read bound is not seen: a spec record must
+	 * fit in the first CONTENT_READ_MAX bytes, as every real one does. */
+	{ "100 KB tag first", false, P_LIVE, T_NOW, false },
+};
+
+START_TEST(test_big_tag)
 {
+	const struct big_tag_case *bc = &big_tag_cases[_i];
+	int pid = (int)pid_value(bc->pid);
 	struct pidlock_info info;
 	size_t len;
-	char *data = big_tag_file(BIG_TAG, true, getpid(), now, &len);
+	char *data = big_tag_file(BIG_TAG, bc->record_first, pid,
+				  ts_value(bc->ts), &len);
 
-	tu_write_file(lockpath, data, len, 0644);
-	tu_set_mtime(lockpath, now - 60);
+	plant(data, len);
 	ck_assert_int_eq(pidlock_inspect(lockpath, &info, 0), 0);
 	ck_assert_int_eq(info.state, FOREIGN);
-	ck_assert_int_eq(info.pid, getpid());
+	ck_assert_int_eq(info.pid, bc->record_seen ? pid : 0);
 	/* 127 two-byte characters: 254 bytes, the 128th would not fit. */
 	ck_assert_uint_eq(strlen(info.tag), 254);
 	for (size_t i = 0; i < 254; i += 2)
 		ck_assert(memcmp(info.tag + i, "\xc3\xa9", 2) == 0);
-	check_acquire("100 KB tag, held", FOREIGN);
-	free(data);
-}
-END_TEST
-
-START_TEST(test_big_tag_after_stale_record)
-{
-	size_t len;
-	char *data = big_tag_file(BIG_TAG, true, dead_pid, now - OLD_AGE,
-				  &len);
-
-	tu_write_file(lockpath, data, len, 0644);
-	tu_set_mtime(lockpath, now - 60);
-	check_acquire("100 KB tag, stale", FOREIGN);
-	free(data);
-}
-END_TEST
-
-/* A record past the read bound is not seen: a spec record must fit in
- * the first CONTENT_READ_MAX bytes, as every real one does. */
-START_TEST(test_big_tag_before_record)
-{
-	struct pidlock_info info;
-	size_t len;
-	char *data = big_tag_file(BIG_TAG, false, getpid(), now, &len);
-
-	tu_write_file(lockpath, data, len, 0644);
-	tu_set_mtime(lockpath, now - 60);
-	ck_assert_int_eq(pidlock_inspect(lockpath, &info, 0), 0);
-	ck_assert_int_eq(info.state, FOREIGN);
-	ck_assert_int_eq(info.pid, 0);
-	check_acquire("100 KB tag first", FOREIGN);
+	check_acquire(bc->name, FOREIGN);
 	free(data);
 }
 END_TEST
@@ -753,8 +745,7 @@ START_TEST(test_timestamp_cut_by_bound)
 	content_parse(data, CONTENT_READ_MAX, &c);
 	ck_assert_msg(!c.has_timestamp, "cut timestamp read as %" PRId64,
 		      c.timestamp);
-	tu_write_file(lockpath, data, len, 0644);
-	tu_set_mtime(lockpath, now - 60);
+	plant(data, len);
 	ck_assert_int_eq(pidlock_inspect(lockpath, &info, 0), 0);
 	ck_assert_int_eq(info.has_timestamp, 0);
 	/* Past PIDLOCK_CONTENT_MAX: nobody's lock record, whatever its
@@ -929,9 +920,8 @@ static Suite *content_suite(void)
 	tcase_add_test(tc, test_huge_stale);
 	tcase_add_test(tc, test_huge_zeros);
 	tcase_add_test(tc, test_huge_held);
-	tcase_add_test(tc, test_big_tag_after_record);
-	tcase_add_test(tc, test_big_tag_after_stale_record);
-	tcase_add_test(tc, test_big_tag_before_record);
+	tcase_add_loop_test(tc, test_big_tag, 0, (int)(sizeof(big_tag_cases) /
+					     sizeof(big_tag_cases[0])));
 	tcase_add_test(tc, test_timestamp_cut_by_bound);
 	tcase_add_test(tc, test_pid_cut_by_bound);
 

@@ -101,6 +101,22 @@ static void spawn_holder(struct tu_child *c)
 	ck_assert_int_eq(tu_wait_signal(c), 'r');
 }
 
+/* The daemonized child of the pidfile(3) flow: in the child, writes its
+ * pid, says 'w', waits for the parent's 'c' and returns true; in the
+ * parent, returns false once the pid is written. */
+static bool forked_writer(struct tu_child *c, struct pidlock_pidfh *pfh)
+{
+	if (tu_fork(c) != 0) {
+		ck_assert_int_eq(tu_wait_signal(c), 'w');
+		return false;
+	}
+	TU_CHILD_CHECK(pidlock_pidfile_write(pfh) == 0);
+	TU_CHILD_CHECK(first_pid(path) == getpid());
+	tu_signal(c, 'w');
+	TU_CHILD_CHECK(tu_wait_parent(c) == 'c');
+	return true;
+}
+
 /* Somebody deletes the file at path and puts another there. */
 static void replace_file(const char *content)
 {
@@ -439,14 +455,10 @@ START_TEST(pidfile_fork_write)
 
 	ck_assert_ptr_nonnull(pfh);
 	ck_assert_int_eq(first_pid(path), getpid());
-	if (tu_fork(&c) == 0) {
+	if (forked_writer(&c, pfh)) {
 		pid_t worker;
 		int st;
 
-		TU_CHILD_CHECK(pidlock_pidfile_write(pfh) == 0);
-		TU_CHILD_CHECK(first_pid(path) == getpid());
-		tu_signal(&c, 'w');
-		TU_CHILD_CHECK(tu_wait_parent(&c) == 'c');
 		/* A worker must not take the daemon's file with it. */
 		worker = fork();
 		TU_CHILD_CHECK(worker >= 0);
@@ -464,7 +476,6 @@ START_TEST(pidfile_fork_write)
 		TU_CHILD_CHECK(access(path, F_OK) == -1);
 		_exit(0);
 	}
-	ck_assert_int_eq(tu_wait_signal(&c), 'w');
 	ck_assert_int_eq(pidlock_pidfile_close(pfh), 0);
 	ck_assert_int_eq(first_pid(path), c.pid);
 	tu_tell(&c, 'c');
@@ -481,18 +492,14 @@ START_TEST(pidfile_remove_not_writer)
 	struct tu_child c;
 
 	ck_assert_ptr_nonnull(pfh);
-	if (tu_fork(&c) == 0) {
-		TU_CHILD_CHECK(pidlock_pidfile_write(pfh) == 0);
-		tu_signal(&c, 'w');
-		TU_CHILD_CHECK(tu_wait_parent(&c) == 'r');
+	if (forked_writer(&c, pfh)) {
 		TU_CHILD_CHECK(first_pid(path) == getpid());
 		TU_CHILD_CHECK(pidlock_pidfile_remove(pfh) == 0);
 		_exit(0);
 	}
-	ck_assert_int_eq(tu_wait_signal(&c), 'w');
 	TU_ASSERT_ERRNO(pidlock_pidfile_remove(pfh), -1, EINVAL);
 	ck_assert_int_eq(first_pid(path), c.pid);
-	tu_tell(&c, 'r');
+	tu_tell(&c, 'c');
 	ck_assert_int_eq(tu_join(&c), 0);
 	ck_assert_int_eq(access(path, F_OK), -1);
 }
