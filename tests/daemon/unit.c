@@ -446,8 +446,34 @@ START_TEST(pidfile_default_path)
 }
 END_TEST
 
-/* The manual's flow: open, daemonize, write in the child; the parent
- * only closes.  Then a worker forked by the daemon tries to remove. */
+/* The daemon's side: a worker forked by it must not take the daemon's
+ * file with it; the daemon itself removes it. */
+static void __attribute__((noreturn))
+daemon_removes(struct pidlock_pidfh *pfh)
+{
+	pid_t worker = fork();
+
+	TU_CHILD_CHECK(worker >= 0);
+	if (worker == 0) {
+		errno = 0;
+		TU_CHILD_CHECK(pidlock_pidfile_remove(pfh) == -1);
+		TU_CHILD_CHECK(errno == EINVAL);
+		_exit(0);
+	}
+	TU_CHILD_CHECK(tu_reap(worker) == 0);
+	TU_CHILD_CHECK(first_pid(path) == getpid());
+	TU_CHILD_CHECK(pidlock_pidfile_fileno(pfh) >= 0);
+	TU_CHILD_CHECK(pidlock_pidfile_remove(pfh) == 0);
+	TU_CHILD_CHECK(access(path, F_OK) == -1);
+	_exit(0);
+}
+
+/*
+ * The manual's flow: open, daemonize, write in the child.  The parent
+ * then lets go: row 0, it only closes, as the manual says; row 1, it
+ * tries pidfile_remove(), which is refused.  Either way the child's
+ * file stays, and the daemon (and not its worker) removes it.
+ */
 START_TEST(pidfile_fork_write)
 {
 	struct pidlock_pidfh *pfh = pidlock_pidfile_open(path, 0644, NULL);
@@ -455,49 +481,12 @@ START_TEST(pidfile_fork_write)
 
 	ck_assert_ptr_nonnull(pfh);
 	ck_assert_int_eq(first_pid(path), getpid());
-	if (forked_writer(&c, pfh)) {
-		pid_t worker;
-		int st;
-
-		/* A worker must not take the daemon's file with it. */
-		worker = fork();
-		TU_CHILD_CHECK(worker >= 0);
-		if (worker == 0) {
-			errno = 0;
-			TU_CHILD_CHECK(pidlock_pidfile_remove(pfh) == -1);
-			TU_CHILD_CHECK(errno == EINVAL);
-			_exit(0);
-		}
-		TU_CHILD_CHECK(waitpid(worker, &st, 0) == worker);
-		TU_CHILD_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-		TU_CHILD_CHECK(first_pid(path) == getpid());
-		TU_CHILD_CHECK(pidlock_pidfile_fileno(pfh) >= 0);
-		TU_CHILD_CHECK(pidlock_pidfile_remove(pfh) == 0);
-		TU_CHILD_CHECK(access(path, F_OK) == -1);
-		_exit(0);
-	}
-	ck_assert_int_eq(pidlock_pidfile_close(pfh), 0);
-	ck_assert_int_eq(first_pid(path), c.pid);
-	tu_tell(&c, 'c');
-	ck_assert_int_eq(tu_join(&c), 0);
-	ck_assert_int_eq(access(path, F_OK), -1);
-}
-END_TEST
-
-/* pidfile_remove() in the parent after the child wrote: refused, and
- * the child's file stays. */
-START_TEST(pidfile_remove_not_writer)
-{
-	struct pidlock_pidfh *pfh = pidlock_pidfile_open(path, 0644, NULL);
-	struct tu_child c;
-
-	ck_assert_ptr_nonnull(pfh);
-	if (forked_writer(&c, pfh)) {
-		TU_CHILD_CHECK(first_pid(path) == getpid());
-		TU_CHILD_CHECK(pidlock_pidfile_remove(pfh) == 0);
-		_exit(0);
-	}
-	TU_ASSERT_ERRNO(pidlock_pidfile_remove(pfh), -1, EINVAL);
+	if (forked_writer(&c, pfh))
+		daemon_removes(pfh);
+	if (_i == 0)
+		ck_assert_int_eq(pidlock_pidfile_close(pfh), 0);
+	else
+		TU_ASSERT_ERRNO(pidlock_pidfile_remove(pfh), -1, EINVAL);
 	ck_assert_int_eq(first_pid(path), c.pid);
 	tu_tell(&c, 'c');
 	ck_assert_int_eq(tu_join(&c), 0);
@@ -527,29 +516,28 @@ START_TEST(pidfile_fileno_locks)
 }
 END_TEST
 
-/* Somebody deletes the pidfile and another file appears at the path:
- * write gives up, and remove never deletes the newcomer. */
+/*
+ * Somebody deletes the pidfile and another file appears at the path:
+ * write gives up (after which the handle is spent), remove refuses,
+ * and neither touches the newcomer.  Row 0 writes first, row 1 goes
+ * straight to remove.
+ */
+static const char *const newcomers[] = { "somebody else\n", "7\n" };
+
 START_TEST(pidfile_lost)
 {
 	struct pidlock_pidfh *pfh = pidlock_pidfile_open(path, 0644, NULL);
 
 	ck_assert_ptr_nonnull(pfh);
-	replace_file("somebody else\n");
-	TU_ASSERT_ERRNO(pidlock_pidfile_write(pfh), -1, ESTALE);
-	TU_ASSERT_ERRNO(pidlock_pidfile_fileno(pfh), -1, EINVAL);
-	TU_ASSERT_ERRNO(pidlock_pidfile_remove(pfh), -1, EINVAL);
-	ck_assert_str_eq(tu_read(path), "somebody else\n");
-}
-END_TEST
-
-START_TEST(pidfile_remove_after_break)
-{
-	struct pidlock_pidfh *pfh = pidlock_pidfile_open(path, 0644, NULL);
-
-	ck_assert_ptr_nonnull(pfh);
-	replace_file("7\n");
-	TU_ASSERT_ERRNO(pidlock_pidfile_remove(pfh), -1, ESTALE);
-	ck_assert_str_eq(tu_read(path), "7\n");
+	replace_file(newcomers[_i]);
+	if (_i == 0) {
+		TU_ASSERT_ERRNO(pidlock_pidfile_write(pfh), -1, ESTALE);
+		TU_ASSERT_ERRNO(pidlock_pidfile_fileno(pfh), -1, EINVAL);
+		TU_ASSERT_ERRNO(pidlock_pidfile_remove(pfh), -1, EINVAL);
+	} else {
+		TU_ASSERT_ERRNO(pidlock_pidfile_remove(pfh), -1, ESTALE);
+	}
+	ck_assert_str_eq(tu_read(path), newcomers[_i]);
 }
 END_TEST
 
@@ -809,11 +797,9 @@ static Suite *daemon_suite(void)
 	tcase_add_test(pidfile, pidfile_busy);
 	tcase_add_test(pidfile, pidfile_modes);
 	tcase_add_test(pidfile, pidfile_default_path);
-	tcase_add_test(pidfile, pidfile_fork_write);
-	tcase_add_test(pidfile, pidfile_remove_not_writer);
+	tcase_add_loop_test(pidfile, pidfile_fork_write, 0, 2);
 	tcase_add_test(pidfile, pidfile_fileno_locks);
-	tcase_add_test(pidfile, pidfile_lost);
-	tcase_add_test(pidfile, pidfile_remove_after_break);
+	tcase_add_loop_test(pidfile, pidfile_lost, 0, 2);
 	tcase_add_test(pidfile, pidfile_after_kill);
 	tcase_add_test(refresher, refresher_bad_args);
 	tcase_add_test(refresher, refresher_keeps_fresh);
