@@ -273,19 +273,12 @@ void tu_kill(struct tu_child *c)
 	ck_assert_int_eq(tu_join(c), 128 + SIGKILL);
 }
 
-struct hold_arg {
-	const char *path;
-	unsigned int flags;
-};
-
+/* The holder's side of tu_hold(): the handle is the parent's copy. */
 static int hold_fn(struct tu_child *c, void *arg)
 {
-	const struct hold_arg *h = arg;
-	struct pidlock *l;
+	struct pidlock *l = arg;
 	int r = 2;
 
-	if (pidlock_new(&l, h->path, h->flags) < 0)
-		return 2;
 	if (pidlock_acquire(l, -1) == 0) {
 		tu_signal(c, 'L');
 		r = tu_wait_parent(c) != 'R' ? 3
@@ -298,9 +291,11 @@ static int hold_fn(struct tu_child *c, void *arg)
 
 void tu_hold(struct tu_child *c, const char *path, unsigned int flags)
 {
-	struct hold_arg h = { path, flags };
+	/* Made here, so that a bad path fails the test, not the child. */
+	struct pidlock *l = tu_new(path, flags);
 
-	tu_spawn(c, hold_fn, &h);
+	tu_spawn(c, hold_fn, l);
+	pidlock_free(l);	/* never acquired here: frees memory only */
 	ck_assert_int_eq(tu_wait_signal(c), 'L');
 }
 
