@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -156,6 +157,15 @@ long tu_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+long tu_cpu_ms(void)
+{
+	struct rusage ru;
+
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000L +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000L;
 }
 
 int64_t tu_now(void)

@@ -45,6 +45,8 @@ int tu_mode(const char *path);
 /* mtime of what path leads to in nanoseconds, or -1. */
 int64_t tu_mtime_ns(const char *path);
 long tu_ms(void);
+/* CPU time this process has used (user and system), in ms. */
+long tu_cpu_ms(void);
 /* Current time, Unix seconds. */
 int64_t tu_now(void);
 /* Sleep, resumed after signals. */

@@ -24,9 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -212,6 +210,24 @@ static const char *err_name(int err)
 	return err == FAULT_SHORT ? "short" : strerrorname_np(err);
 }
 
+/* One case in a process of its own: its exit status (0 for a pass,
+ * NOT_REACHED, or 128 + signal). */
+static int run_case(enum op op, int named, enum fault_fn fn, int nth, int err)
+{
+	char what[160];
+	pid_t pid;
+
+	tu_fmt(what, sizeof(what), "%s%s, %s #%d fails with %s",
+	       op_names[op], publish_names[named], fn_names[fn], nth,
+	       err_name(err));
+	fresh_dir();
+	pid = fork();
+	ck_assert(pid >= 0);
+	if (pid == 0)
+		one_case(op, named, fn, nth, err, what);
+	return tu_reap(pid);
+}
+
 /* Every call of fn in turn: 0 cases run when fn is never called. */
 static int sweep(enum op op, int named, enum fault_fn fn, int *failed)
 {
@@ -222,24 +238,12 @@ static int sweep(enum op op, int named, enum fault_fn fn, int *failed)
 		    fn != FAULT_PWRITE)
 			continue;
 		for (int nth = 1; nth <= MAX_NTH; nth++) {
-			char what[160];
-			pid_t pid;
-			int status;
+			int status = run_case(op, named, fn, nth, errs[e]);
 
-			snprintf(what, sizeof(what), "%s%s, %s #%d fails with %s",
-				 op_names[op], publish_names[named],
-				 fn_names[fn], nth, err_name(errs[e]));
-			fresh_dir();
-			pid = fork();
-			ck_assert(pid >= 0);
-			if (pid == 0)
-				one_case(op, named, fn, nth, errs[e], what);
-			ck_assert(waitpid(pid, &status, 0) == pid);
-			if (WIFEXITED(status) &&
-			    WEXITSTATUS(status) == NOT_REACHED)
+			if (status == NOT_REACHED)
 				break;
 			cases++;
-			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			if (status != 0)
 				(*failed)++;
 		}
 	}
@@ -313,15 +317,6 @@ START_TEST(test_named_path_runs)
 }
 END_TEST
 
-static long cpu_ms(void)
-{
-	struct rusage ru;
-
-	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
-	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000L +
-	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000L;
-}
-
 /*
  * A full inotify watch quota (max_user_watches): every
  * inotify_add_watch(2) fails with ENOSPC, as the kernel says then.  A
@@ -333,7 +328,7 @@ START_TEST(test_wait_without_watches)
 	struct pidlock *lock;
 	long cpu, t0;
 	pid_t holder;
-	int fd, st;
+	int fd;
 
 	fresh_dir();
 	plant_old_record();
@@ -351,10 +346,10 @@ START_TEST(test_wait_without_watches)
 	usleep(100 * 1000);
 	fault_nowatch(1);
 	ck_assert_int_eq(pidlock_new(&lock, path, 0), 0);
-	cpu = cpu_ms();
+	cpu = tu_cpu_ms();
 	t0 = (long)time(NULL);
 	ck_assert_int_eq(pidlock_acquire(lock, 2000), -ETIMEDOUT);
-	cpu = cpu_ms() - cpu;
+	cpu = tu_cpu_ms() - cpu;
 	ck_assert_int_gt(fault_hits(), 0);
 	fault_nowatch(0);
 	printf("no inotify watches: %ld ms of CPU in a 2 s wait\n", cpu);
@@ -362,7 +357,7 @@ START_TEST(test_wait_without_watches)
 	ck_assert_int_ge((long)time(NULL) - t0, 1);
 	pidlock_free(lock);
 	kill(holder, SIGKILL);
-	ck_assert_int_eq(waitpid(holder, &st, 0), holder);
+	ck_assert_int_eq(tu_reap(holder), 128 + SIGKILL);
 }
 END_TEST
 
