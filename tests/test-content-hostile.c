@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "hostile-util.h"
+#include "testutil.h"
 
 #define TMPFS_MAGIC 0x01021994
 
@@ -274,7 +274,6 @@ static const struct ccase cases[] = {
 
 /* --- fixture ------------------------------------------------------- */
 
-static char *base;
 static char *shm_base;	/* on a tmpfs, for file times ext4 cannot store */
 static char *dir;
 static char lockpath[PATH_MAX];
@@ -290,21 +289,18 @@ static bool on_tmpfs(const char *path)
 	return statfs(path, &sf) == 0 && sf.f_type == TMPFS_MAGIC;
 }
 
-/* Made and removed by the runner process, so a failed test leaves
- * nothing behind. */
-static void setup_base(void)
+/* Made and removed by the runner process, as tu_base() is, so a failed
+ * test leaves nothing behind. */
+static void setup_shm(void)
 {
-	base = hu_mkdtemp(NULL, "content");
 	if (on_tmpfs("/dev/shm") && access("/dev/shm", W_OK) == 0)
-		shm_base = hu_mkdtemp("/dev/shm", "content");
+		shm_base = tu_mkdtemp("/dev/shm", "content");
 }
 
-static void teardown_base(void)
+static void teardown_shm(void)
 {
-	hu_rmtree_quiet(base);
-	free(base);
 	if (shm_base)
-		hu_rmtree_quiet(shm_base);
+		tu_rmtree_quiet(shm_base);
 	free(shm_base);
 	shm_base = NULL;
 }
@@ -313,19 +309,19 @@ static void setup(void)
 {
 	int n;
 
-	dir = hu_mkdtemp(base, "case");
+	dir = tu_mkdtemp(tu_base(), "case");
 	n = snprintf(lockpath, sizeof(lockpath), "%s/lock", dir);
 	ck_assert(n > 0 && n < (int)sizeof(lockpath));
-	dead_pid = hu_dead_pid();
-	now = hu_now();
-	fds_before = hu_fd_count();
+	dead_pid = tu_dead_pid();
+	now = tu_now();
+	fds_before = tu_count_fds();
 }
 
 static void teardown(void)
 {
-	ck_assert_int_eq(hu_fd_count(), fds_before);
-	ck_assert(!hu_has_temp(dir));
-	hu_rmtree(dir);
+	ck_assert_int_eq(tu_count_fds(), fds_before);
+	ck_assert(!tu_has_temp(dir));
+	tu_rmtree(dir);
 	free(dir);
 }
 
@@ -337,7 +333,7 @@ static long long pid_value(int p)
 	case P_DEAD:
 		return dead_pid;
 	case P_PIDMAX1:
-		return hu_pid_max() + 1;
+		return tu_pid_max() + 1;
 	}
 	return p;
 }
@@ -394,6 +390,13 @@ static const char *tag_or_empty(const char *tag)
 	return tag ? tag : "";
 }
 
+/* The lock file with these bytes, last written a minute ago. */
+static void plant(const char *data, size_t len)
+{
+	tu_write_file(lockpath, data, len, 0644);
+	tu_set_mtime(lockpath, now - 60);
+}
+
 /* --- the table, three ways ----------------------------------------- */
 
 static void check_parse(const struct ccase *cc, const char *data, size_t len)
@@ -444,7 +447,7 @@ static void check_ours(const char *path)
 {
 	struct content c;
 	size_t len;
-	char *data = hu_read_file(path, &len);
+	char *data = tu_read_file(path, &len);
 
 	ck_assert_uint_le(len, PIDLOCK_CONTENT_MAX);
 	content_parse(data, len > CONTENT_READ_MAX ? CONTENT_READ_MAX : len, &c);
@@ -467,14 +470,14 @@ static void check_acquire(const char *name, enum pidlock_state state)
 			    state == FREE;
 	struct pidlock_info info;
 	struct pidlock *lock;
-	char *before = hu_snapshot(dir);
+	char *before = tu_snapshot(dir);
 	int r;
 
 	ck_assert_int_eq(pidlock_new(&lock, lockpath, 0), 0);
 	r = pidlock_acquire(lock, 0);
 	if (state == FOREIGN) {
 		ck_assert_msg(r == -EBADMSG, "%s: acquire gave %d", name, r);
-		hu_assert_unchanged(dir, before, name);
+		tu_assert_unchanged(dir, before, name);
 		pidlock_free(lock);
 		return;
 	}
@@ -482,7 +485,7 @@ static void check_acquire(const char *name, enum pidlock_state state)
 		ck_assert_msg(r == -EWOULDBLOCK, "%s: acquire gave %d", name, r);
 		ck_assert_int_eq(pidlock_holder(lock, &info), 0);
 		ck_assert_int_eq(info.state, state);
-		hu_assert_unchanged(dir, before, name);
+		tu_assert_unchanged(dir, before, name);
 		pidlock_free(lock);
 		return;
 	}
@@ -508,8 +511,7 @@ START_TEST(test_table)
 	char *data = expand(cc->tmpl, cc->tlen, &len);
 
 	check_parse(cc, data, len);
-	hu_write_file(lockpath, data, len, 0644);
-	hu_set_mtime(lockpath, now - 60);
+	plant(data, len);
 	check_inspect(cc);
 	check_acquire(cc->name, cc->state);
 	free(data);
@@ -527,14 +529,13 @@ START_TEST(test_table_kernel_locked)
 	char *data = expand(cc->tmpl, cc->tlen, &len);
 	int fd;
 
-	hu_write_file(lockpath, data, len, 0644);
-	hu_set_mtime(lockpath, now - 60);
+	plant(data, len);
 	fd = open(lockpath, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	/* Our own flock on another open file description conflicts with
 	 * the library's like any other process's. */
 	ck_assert_int_eq(flock(fd, LOCK_EX), 0);
-	before = hu_snapshot(dir);
+	before = tu_snapshot(dir);
 	ck_assert_int_eq(pidlock_inspect(lockpath, &info, 0), 0);
 	/* Somebody's data stays that, held or not; the kernel's word on
 	 * who holds it is there all the same. */
@@ -547,7 +548,7 @@ START_TEST(test_table_kernel_locked)
 	ck_assert_int_eq(pidlock_holder(lock, &info), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD);
 	pidlock_free(lock);
-	hu_assert_unchanged(dir, before, cc->name);
+	tu_assert_unchanged(dir, before, cc->name);
 	close(fd);
 	free(data);
 }
@@ -573,12 +574,12 @@ static void make_sparse(const char *head, off_t size)
 {
 	int fd;
 
-	hu_write_file(lockpath, head, strlen(head), 0644);
+	tu_write_file(lockpath, head, strlen(head), 0644);
 	fd = open(lockpath, O_WRONLY | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(ftruncate(fd, size), 0);
 	ck_assert_int_eq(close(fd), 0);
-	hu_set_mtime(lockpath, now - 60);
+	tu_set_mtime(lockpath, now - 60);
 }
 
 #define GIB (1024LL * 1024 * 1024)
@@ -602,7 +603,7 @@ START_TEST(test_huge_stale)
 {
 	char head[128];
 
-	hu_fmt(head, sizeof(head), "pid=%d\ntimestamp=%lld\n", (int)dead_pid,
+	tu_fmt(head, sizeof(head), "pid=%d\ntimestamp=%lld\n", (int)dead_pid,
 		 (long long)(now - OLD_AGE));
 	make_sparse(head, GIB);
 	inspect_bounded(FOREIGN);
@@ -623,7 +624,7 @@ START_TEST(test_huge_held)
 	char head[128];
 	struct stat st;
 
-	hu_fmt(head, sizeof(head), "pid=%d\ntimestamp=%lld\n", (int)getpid(),
+	tu_fmt(head, sizeof(head), "pid=%d\ntimestamp=%lld\n", (int)getpid(),
 		 (long long)now);
 	make_sparse(head, GIB);
 	inspect_bounded(FOREIGN);
@@ -663,53 +664,40 @@ static char *big_tag_file(size_t tag_len, bool record_first, int pid,
 	return buf;
 }
 
-START_TEST(test_big_tag_after_record)
+/* A 100 KB tag next to a record: past PIDLOCK_CONTENT_MAX, nobody's
+ * lock record, whatever the record says; the tag is still cut cleanly. */
+static const struct big_tag_case {
+	const char *name;
+	bool record_first;
+	int pid;		/* P_LIVE or P_DEAD */
+	int64_t ts;		/* T_NOW or T_OLD */
+	bool record_seen;	/* within the first CONTENT_READ_MAX bytes */
+} big_tag_cases[] = {
+	{ "100 KB tag, held", true, P_LIVE, T_NOW, true },
+	{ "100 KB tag, stale", true, P_DEAD, T_OLD, true },
+	/* A record past the read bound is not seen: a spec record must
+	 * fit in the first CONTENT_READ_MAX bytes, as every real one does. */
+	{ "100 KB tag first", false, P_LIVE, T_NOW, false },
+};
+
+START_TEST(test_big_tag)
 {
+	const struct big_tag_case *bc = &big_tag_cases[_i];
+	int pid = (int)pid_value(bc->pid);
 	struct pidlock_info info;
 	size_t len;
-	char *data = big_tag_file(BIG_TAG, true, getpid(), now, &len);
+	char *data = big_tag_file(BIG_TAG, bc->record_first, pid,
+				  ts_value(bc->ts), &len);
 
-	hu_write_file(lockpath, data, len, 0644);
-	hu_set_mtime(lockpath, now - 60);
+	plant(data, len);
 	ck_assert_int_eq(pidlock_inspect(lockpath, &info, 0), 0);
 	ck_assert_int_eq(info.state, FOREIGN);
-	ck_assert_int_eq(info.pid, getpid());
+	ck_assert_int_eq(info.pid, bc->record_seen ? pid : 0);
 	/* 127 two-byte characters: 254 bytes, the 128th would not fit. */
 	ck_assert_uint_eq(strlen(info.tag), 254);
 	for (size_t i = 0; i < 254; i += 2)
 		ck_assert(memcmp(info.tag + i, "\xc3\xa9", 2) == 0);
-	check_acquire("100 KB tag, held", FOREIGN);
-	free(data);
-}
-END_TEST
-
-START_TEST(test_big_tag_after_stale_record)
-{
-	size_t len;
-	char *data = big_tag_file(BIG_TAG, true, dead_pid, now - OLD_AGE,
-				  &len);
-
-	hu_write_file(lockpath, data, len, 0644);
-	hu_set_mtime(lockpath, now - 60);
-	check_acquire("100 KB tag, stale", FOREIGN);
-	free(data);
-}
-END_TEST
-
-/* A record past the read bound is not seen: a spec record must fit in
- * the first CONTENT_READ_MAX bytes, as every real one does. */
-START_TEST(test_big_tag_before_record)
-{
-	struct pidlock_info info;
-	size_t len;
-	char *data = big_tag_file(BIG_TAG, false, getpid(), now, &len);
-
-	hu_write_file(lockpath, data, len, 0644);
-	hu_set_mtime(lockpath, now - 60);
-	ck_assert_int_eq(pidlock_inspect(lockpath, &info, 0), 0);
-	ck_assert_int_eq(info.state, FOREIGN);
-	ck_assert_int_eq(info.pid, 0);
-	check_acquire("100 KB tag first", FOREIGN);
+	check_acquire(bc->name, FOREIGN);
 	free(data);
 }
 END_TEST
@@ -750,15 +738,14 @@ START_TEST(test_timestamp_cut_by_bound)
 	size_t len;
 	char *data;
 
-	hu_fmt(head, sizeof(head), "pid=%d\n", (int)getpid());
-	hu_fmt(tail, sizeof(tail), "timestamp=%lld", (long long)now);
+	tu_fmt(head, sizeof(head), "pid=%d\n", (int)getpid());
+	tu_fmt(tail, sizeof(tail), "timestamp=%lld", (long long)now);
 	/* "timestamp=17" inside the bound, the rest after it. */
 	data = cut_at_bound(head, tail, strlen("timestamp=17"), &len);
 	content_parse(data, CONTENT_READ_MAX, &c);
 	ck_assert_msg(!c.has_timestamp, "cut timestamp read as %" PRId64,
 		      c.timestamp);
-	hu_write_file(lockpath, data, len, 0644);
-	hu_set_mtime(lockpath, now - 60);
+	plant(data, len);
 	ck_assert_int_eq(pidlock_inspect(lockpath, &info, 0), 0);
 	ck_assert_int_eq(info.has_timestamp, 0);
 	/* Past PIDLOCK_CONTENT_MAX: nobody's lock record, whatever its
@@ -775,7 +762,7 @@ START_TEST(test_pid_cut_by_bound)
 	size_t len;
 	char *data;
 
-	hu_fmt(head, sizeof(head), "timestamp=%lld\n", (long long)now);
+	tu_fmt(head, sizeof(head), "timestamp=%lld\n", (long long)now);
 	/* "pid=4194303" cut to "pid=4": a different process. */
 	data = cut_at_bound(head, "pid=4194303", strlen("pid=4"), &len);
 	content_parse(data, CONTENT_READ_MAX, &c);
@@ -804,7 +791,7 @@ static void far_mtime_case(const char *path, int64_t mtime)
 	struct pidlock_info info;
 	struct pidlock *lock;
 
-	hu_set_mtime(path, mtime);
+	tu_set_mtime(path, mtime);
 	ck_assert_int_eq(pidlock_inspect(path, &info, 0), 0);
 	ck_assert_msg(info.state == ABANDONED, "mtime %" PRId64 ": %s", mtime,
 		      pidlock_state_name(info.state));
@@ -814,7 +801,7 @@ static void far_mtime_case(const char *path, int64_t mtime)
 	ck_assert_int_eq(pidlock_close(lock), 0);
 	pidlock_free(lock);
 	ck_assert_int_eq(unlink(path), 0);
-	hu_write_file(path, "pid=12", 6, 0644);
+	tu_write_file(path, "pid=12", 6, 0644);
 }
 
 START_TEST(test_hostile_mtime)
@@ -824,10 +811,10 @@ START_TEST(test_hostile_mtime)
 	struct pidlock_info info;
 	struct pidlock *lock;
 
-	hu_write_file(lockpath, "pid=12", 6, 0644);
+	tu_write_file(lockpath, "pid=12", 6, 0644);
 	/* A little ahead: maybe a writer with a fast clock.  Busy for a
 	 * try-once within a (long) grace period. */
-	hu_set_mtime(lockpath, now + 5);
+	tu_set_mtime(lockpath, now + 5);
 	ck_assert_int_eq(pidlock_new(&lock, lockpath, 0), 0);
 	ck_assert_int_eq(pidlock_set_grace(lock, PIDLOCK_GRACE_MAX_MS), 0);
 	ck_assert_int_eq(pidlock_acquire(lock, 0), -EWOULDBLOCK);
@@ -839,9 +826,9 @@ START_TEST(test_hostile_mtime)
 	far_mtime_case(lockpath, now - 3600);
 	/* The extremes need a file system that keeps them. */
 	if (shm_base) {
-		hu_fmt(shm, sizeof(shm), "%s/lock", shm_base);
+		tu_fmt(shm, sizeof(shm), "%s/lock", shm_base);
 		where = shm;
-		hu_write_file(where, "pid=12", 6, 0644);
+		tu_write_file(where, "pid=12", 6, 0644);
 	} else if (!on_tmpfs(dir)) {
 		(void)fprintf(stderr, "SKIP extreme mtimes: no tmpfs at /dev/shm\n");
 		return;
@@ -870,7 +857,7 @@ START_TEST(test_set_tag_hostile)
 	ck_assert_int_eq(pidlock_new(&lock, lockpath, 0), 0);
 	ck_assert_int_eq(pidlock_set_tag(lock, "a\npid=1\ntimestamp=1\r\x1b[0m\xff"), 0);
 	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
-	data = hu_read_file(lockpath, &len);
+	data = tu_read_file(lockpath, &len);
 	content_parse(data, len, &c);
 	ck_assert_int_eq(c.pid, getpid());
 	ck_assert_str_eq(c.tag, "a?pid=1?timestamp=1??[0m?");
@@ -883,7 +870,7 @@ START_TEST(test_set_tag_hostile)
 	big[sizeof(big) - 1] = '\0';
 	ck_assert_int_eq(pidlock_set_tag(lock, big), 0);
 	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
-	data = hu_read_file(lockpath, &len);
+	data = tu_read_file(lockpath, &len);
 	ck_assert_uint_lt(len, CONTENT_BUF_MAX);
 	content_parse(data, len, &c);
 	ck_assert_uint_eq(strlen(c.tag), PIDLOCK_TAG_MAX);
@@ -925,45 +912,29 @@ static Suite *content_suite(void)
 	Suite *s = suite_create("content-hostile");
 	TCase *tc;
 
-	tc = tcase_create("table");
-	tcase_add_unchecked_fixture(tc, setup_base, teardown_base);
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "table", setup, teardown, 0);
 	tcase_add_loop_test(tc, test_table, 0, NCASES);
 	tcase_add_loop_test(tc, test_table_kernel_locked, 0, NCASES);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("size");
-	tcase_add_unchecked_fixture(tc, setup_base, teardown_base);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
+	tc = tu_tcase(s, "size", setup, teardown, 30);
 	tcase_add_test(tc, test_huge_stale);
 	tcase_add_test(tc, test_huge_zeros);
 	tcase_add_test(tc, test_huge_held);
-	tcase_add_test(tc, test_big_tag_after_record);
-	tcase_add_test(tc, test_big_tag_after_stale_record);
-	tcase_add_test(tc, test_big_tag_before_record);
+	tcase_add_loop_test(tc, test_big_tag, 0, (int)(sizeof(big_tag_cases) /
+					     sizeof(big_tag_cases[0])));
 	tcase_add_test(tc, test_timestamp_cut_by_bound);
 	tcase_add_test(tc, test_pid_cut_by_bound);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("misc");
-	tcase_add_unchecked_fixture(tc, setup_base, teardown_base);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
+	/* Only the mtime case wants a tmpfs. */
+	tc = tu_tcase(s, "misc", setup, teardown, 30);
+	tcase_add_unchecked_fixture(tc, setup_shm, teardown_shm);
 	tcase_add_test(tc, test_hostile_mtime);
 	tcase_add_test(tc, test_set_tag_hostile);
 	tcase_add_test(tc, test_parse_lengths);
-	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(content_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	tu_run_suite(content_suite());
 }

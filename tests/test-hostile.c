@@ -32,46 +32,27 @@
 #include <unistd.h>
 
 #include "pidlock.h"
-#include "hostile-util.h"
+#include "testutil.h"
 
 /* A uid nobody on the system should have: the "other user". */
 #define FOREIGN_UID 4242
 #define NOBODY_UID 65534
 
-static char *base;	/* per test case, made and removed by the runner */
-static char *dir;	/* per test, inside base */
+static char *dir;	/* per test, inside tu_base() */
 static int fds_before;
 static char mnt[PATH_MAX];
 
-/*
- * A failed check ends the test process without its teardown, so the
- * scratch directories live in one made by the runner process, which
- * removes it whatever happened.  Other users may pass through it.
- */
-static void setup_base(void)
-{
-	base = hu_mkdtemp(NULL, "hostile");
-	ck_assert_int_eq(chmod(base, 0711), 0);
-}
-
-static void teardown_base(void)
-{
-	hu_rmtree_quiet(base);
-	free(base);
-	base = NULL;
-}
-
 static void setup(void)
 {
-	dir = hu_mkdtemp(base, "case");
-	fds_before = hu_fd_count();
+	dir = tu_mkdtemp(tu_base(), "case");
+	fds_before = tu_count_fds();
 }
 
 static void teardown(void)
 {
-	ck_assert_int_eq(hu_fd_count(), fds_before);
-	ck_assert_msg(!hu_has_temp(dir), "a temp file was left in %s", dir);
-	hu_rmtree(dir);
+	ck_assert_int_eq(tu_count_fds(), fds_before);
+	ck_assert_msg(!tu_has_temp(dir), "a temp file was left in %s", dir);
+	tu_rmtree(dir);
 	free(dir);
 }
 
@@ -107,7 +88,7 @@ static bool passes_permissions(void)
 	char probe[PATH_MAX];
 	int fd;
 
-	hu_write_file(in_dir(probe, ".probe"), "", 0, 0000);
+	tu_write_file(in_dir(probe, ".probe"), "", 0, 0000);
 	fd = open(probe, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0)
 		close(fd);
@@ -125,10 +106,10 @@ static void write_abandoned(const char *path, mode_t mode)
 {
 	char rec[128];
 	int n = snprintf(rec, sizeof(rec), "pid=%d\ntimestamp=%lld\n"
-			 "lock=flock,ofd\n", (int)hu_dead_pid(),
-			 (long long)hu_now());
+			 "lock=flock,ofd\n", (int)tu_dead_pid(),
+			 (long long)tu_now());
 
-	hu_write_file(path, rec, (size_t)n, mode);
+	tu_write_file(path, rec, (size_t)n, mode);
 }
 
 static const unsigned int flag_sets[] = {
@@ -206,10 +187,10 @@ static void watch_end(int ifd, const char *what)
 static void expect_refusal_in(const char *path, int err, int inspect_err,
 			      const char *extra, bool may_open)
 {
-	char *before = hu_snapshot(dir);
-	char *xbefore = extra ? hu_snapshot(extra) : NULL;
+	char *before = tu_snapshot(dir);
+	char *xbefore = extra ? tu_snapshot(extra) : NULL;
 	struct pidlock_info info;
-	int fds = hu_fd_count();
+	int fds = tu_count_fds();
 	int ifd, r;
 
 	ifd = watch_start(path, may_open ? NEVER_CHANGED : NEVER_OPENED);
@@ -220,10 +201,10 @@ static void expect_refusal_in(const char *path, int err, int inspect_err,
 	watch_end(ifd, "inspect");
 	ck_assert_msg(r == inspect_err, "%s: inspect gave %d (%s), want %d",
 		      path, r, strerror(-r), inspect_err);
-	ck_assert_int_eq(hu_fd_count(), fds);
-	hu_assert_unchanged(dir, before, path);
+	ck_assert_int_eq(tu_count_fds(), fds);
+	tu_assert_unchanged(dir, before, path);
 	if (extra)
-		hu_assert_unchanged(extra, xbefore, path);
+		tu_assert_unchanged(extra, xbefore, path);
 }
 
 static void expect_refusal(const char *path, int err, int inspect_err)
@@ -277,9 +258,9 @@ START_TEST(test_trailing_slash)
 
 	ck_assert_int_eq(mkdir(in_dir(buf, "sub"), 0700), 0);
 	write_abandoned(in_dir(file, "file"), 0644);
-	before = hu_snapshot(dir);
+	before = tu_snapshot(dir);
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		hu_fmt(buf, sizeof(buf), "%s/%s", dir, names[i]);
+		tu_fmt(buf, sizeof(buf), "%s/%s", dir, names[i]);
 		ck_assert_msg(pidlock_new(&lock, buf, 0) == -EISDIR, "%s", buf);
 		ck_assert_msg(pidlock_inspect(buf, &info, 0) == -EISDIR, "%s",
 			      buf);
@@ -288,7 +269,7 @@ START_TEST(test_trailing_slash)
 	ck_assert_int_eq(pidlock_new(&lock, "//", 0), -EISDIR);
 	ck_assert_int_eq(pidlock_new(&lock, ".", 0), -EISDIR);
 	ck_assert_int_eq(pidlock_new(&lock, "..", 0), -EISDIR);
-	hu_assert_unchanged(dir, before, "trailing slash");
+	tu_assert_unchanged(dir, before, "trailing slash");
 }
 END_TEST
 
@@ -314,17 +295,17 @@ START_TEST(test_long_names)
 	/* A last component of NAME_MAX + 1 bytes. */
 	memset(name, 'n', NAME_MAX + 1);
 	name[NAME_MAX + 1] = '\0';
-	hu_fmt(buf, sizeof(buf), "%s/%s", dir, name);
+	tu_fmt(buf, sizeof(buf), "%s/%s", dir, name);
 	ck_assert_int_eq(pidlock_new(&lock, buf, 0), -ENAMETOOLONG);
 	ck_assert_int_eq(pidlock_inspect(buf, &info, 0), -ENAMETOOLONG);
 
 	/* Too long a directory component: only the kernel can tell. */
-	hu_fmt(buf, sizeof(buf), "%s/%s/lock", dir, name);
+	tu_fmt(buf, sizeof(buf), "%s/%s/lock", dir, name);
 	expect_refusal(buf, -ENAMETOOLONG, -ENAMETOOLONG);
 
 	/* NAME_MAX itself is fine: the limit is the kernel's, not less. */
 	name[NAME_MAX] = '\0';
-	hu_fmt(buf, sizeof(buf), "%s/%s", dir, name);
+	tu_fmt(buf, sizeof(buf), "%s/%s", dir, name);
 	expect_taken(buf);
 }
 END_TEST
@@ -374,14 +355,14 @@ END_TEST
 
 START_TEST(test_symlink_to_outside_file)
 {
-	char *other = hu_mkdtemp(base, "victim");
+	char *other = tu_mkdtemp(tu_base(), "victim");
 	char target[PATH_MAX];
 	static const char data[] = "precious data, not a lock\n";
 
 	join(target, other, "victim");
-	hu_write_file(target, data, sizeof(data) - 1, 0644);
+	tu_write_file(target, data, sizeof(data) - 1, 0644);
 	symlink_case(target, other);
-	hu_rmtree(other);
+	tu_rmtree(other);
 	free(other);
 }
 END_TEST
@@ -451,9 +432,9 @@ START_TEST(test_hard_link_plain_file)
 	static const char data[] = "somebody's data\n";
 	struct pidlock_info info;
 
-	hu_write_file(in_dir(a, "data"), data, sizeof(data) - 1, 0644);
+	tu_write_file(in_dir(a, "data"), data, sizeof(data) - 1, 0644);
 	ck_assert_int_eq(link(a, in_dir(b, "lock")), 0);
-	hu_set_mtime(b, hu_now() - 60);
+	tu_set_mtime(b, tu_now() - 60);
 	/* Opened and read (a marker would allow a repair), not written. */
 	expect_refusal_in(b, -EMLINK, 0, NULL, true);
 	/* inspect only reads: it reports the content, which is nobody's
@@ -474,12 +455,19 @@ START_TEST(test_hard_link_record)
 END_TEST
 
 /* The one extra link the library removes: its own temp name, left by a
- * publisher that died between link() and unlink(). */
+ * publisher that died between link() and unlink().  Repaired, not
+ * refused forever; the marker says whose it is, even where the pid in
+ * the record is alive (row 1: pid 1). */
 START_TEST(test_hard_link_own_temp_repaired)
 {
+	static const char live_pid[] = "pid=1\ntimestamp=1\nlock=flock,ofd\n";
 	char a[PATH_MAX], b[PATH_MAX];
 
-	write_abandoned(in_dir(a, ".pidlock-tmp-1-2-3"), 0644);
+	in_dir(a, PIDLOCK_TMP_PREFIX "1-2-3");
+	if (_i == 0)
+		write_abandoned(a, 0644);
+	else
+		tu_write_file(a, live_pid, sizeof(live_pid) - 1, 0644);
 	ck_assert_int_eq(link(a, in_dir(b, "lock")), 0);
 	expect_taken(b);
 	ck_assert_int_eq(access(a, F_OK), -1);
@@ -556,73 +544,60 @@ END_TEST
  * they check the root outcome (an abandoned record is taken over) and
  * test-hostile-nobody.sh checks the refusals as nobody.
  */
-START_TEST(test_no_permission)
-{
-	char buf[PATH_MAX];
-	struct pidlock_info info;
-
-	write_abandoned(in_dir(buf, "lock"), 0000);
-	if (passes_permissions()) {
-		expect_taken(buf);
-		return;
-	}
-	expect_refusal(buf, -EACCES, 0);
-	ck_assert_int_eq(pidlock_inspect(buf, &info, 0), 0);
-	ck_assert_int_eq(info.state, PIDLOCK_STATE_UNREADABLE);
-	ck_assert_int_eq(info.error, EACCES);
-}
-END_TEST
-
-START_TEST(test_read_only_file)
-{
-	char buf[PATH_MAX];
-	struct pidlock_info info;
-
-	write_abandoned(in_dir(buf, "lock"), 0444);
-	if (passes_permissions()) {
-		expect_taken(buf);
-		return;
-	}
-	expect_refusal(buf, -EACCES, 0);
+static const struct perm_case {
+	const char *name;
+	mode_t dir_mode;	/* of a directory "sub" the file is in; 0: none */
+	bool has_file;		/* an abandoned record at the path */
+	mode_t file_mode;
+	int inspect_err;	/* acquire always fails with -EACCES */
+	enum pidlock_state state;	/* what inspect says, if it may */
+	int error;			/* info.error */
+	unsigned int marker;		/* info.marker */
+} perm_cases[] = {
+	{ "no permission", 0, true, 0000, 0, PIDLOCK_STATE_UNREADABLE,
+	  EACCES, 0 },
 	/* Readable, so inspect sees the record. */
-	ck_assert_int_eq(pidlock_inspect(buf, &info, 0), 0);
-	ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
-	ck_assert_int_eq(info.marker, PIDLOCK_KIND_FLOCK | PIDLOCK_KIND_OFD);
-}
-END_TEST
+	{ "read-only file", 0, true, 0444, 0, PIDLOCK_STATE_ABANDONED, 0,
+	  PIDLOCK_KIND_FLOCK | PIDLOCK_KIND_OFD },
+	{ "write-only file", 0, true, 0200, 0, PIDLOCK_STATE_UNREADABLE,
+	  EACCES, 0 },
+	{ "read-only dir", 0555, false, 0, 0, PIDLOCK_STATE_FREE, 0, 0 },
+	{ "dir not searchable", 0600, true, 0644, -EACCES, 0, 0, 0 },
+};
 
-START_TEST(test_write_only_file)
+/* The path of a permission case, its file and directory made. */
+static void perm_path(const struct perm_case *pc, char *buf)
 {
+	char sub[PATH_MAX];
+
+	if (pc->dir_mode)
+		ck_assert_int_eq(mkdir(in_dir(sub, "sub"), 0700), 0);
+	in_dir(buf, pc->dir_mode ? "sub/lock" : "lock");
+	if (pc->has_file)
+		write_abandoned(buf, pc->file_mode);
+	if (pc->dir_mode)
+		ck_assert_int_eq(chmod(sub, pc->dir_mode), 0);
+}
+
+START_TEST(test_permission)
+{
+	const struct perm_case *pc = &perm_cases[_i];
 	char buf[PATH_MAX];
 	struct pidlock_info info;
 
-	write_abandoned(in_dir(buf, "lock"), 0200);
+	perm_path(pc, buf);
 	if (passes_permissions()) {
 		expect_taken(buf);
 		return;
 	}
-	expect_refusal(buf, -EACCES, 0);
-	ck_assert_int_eq(pidlock_inspect(buf, &info, 0), 0);
-	ck_assert_int_eq(info.state, PIDLOCK_STATE_UNREADABLE);
-	ck_assert_int_eq(info.error, EACCES);
-}
-END_TEST
-
-START_TEST(test_read_only_dir)
-{
-	char sub[PATH_MAX], buf[PATH_MAX];
-	struct pidlock_info info;
-
-	ck_assert_int_eq(mkdir(in_dir(sub, "ro"), 0700), 0);
-	in_dir(buf, "ro/lock");
-	ck_assert_int_eq(chmod(sub, 0555), 0);
-	if (passes_permissions()) {
-		expect_taken(buf);
+	expect_refusal(buf, -EACCES, pc->inspect_err);
+	if (pc->inspect_err)
 		return;
-	}
-	expect_refusal(buf, -EACCES, 0);
 	ck_assert_int_eq(pidlock_inspect(buf, &info, 0), 0);
-	ck_assert_int_eq(info.state, PIDLOCK_STATE_FREE);
+	ck_assert_msg(info.state == pc->state, "%s: inspect says %s",
+		      pc->name, pidlock_state_name(info.state));
+	ck_assert_int_eq(info.error, pc->error);
+	ck_assert_uint_eq(info.marker, pc->marker);
 }
 END_TEST
 
@@ -658,21 +633,6 @@ START_TEST(test_read_only_dir_with_record)
 }
 END_TEST
 
-START_TEST(test_dir_not_searchable)
-{
-	char sub[PATH_MAX], buf[PATH_MAX];
-
-	ck_assert_int_eq(mkdir(in_dir(sub, "nox"), 0700), 0);
-	write_abandoned(in_dir(buf, "nox/lock"), 0644);
-	ck_assert_int_eq(chmod(sub, 0600), 0);
-	if (passes_permissions()) {
-		expect_taken(buf);
-		return;
-	}
-	expect_refusal(buf, -EACCES, -EACCES);
-}
-END_TEST
-
 /* Anybody may delete or replace a file in a world-writable directory
  * without the sticky bit: no lock can be kept there, so refuse. */
 START_TEST(test_world_writable_no_sticky)
@@ -696,7 +656,8 @@ END_TEST
 
 /* A file in a sticky world-writable directory owned by neither us nor
  * the directory's owner was planted: never write into it. */
-static void foreign_case(const char *sticky, const char *path)
+static void foreign_case(const char *sticky, const char *path,
+			 enum pidlock_state state)
 {
 	char mine[PATH_MAX];
 	struct pidlock_info info;
@@ -707,9 +668,9 @@ static void foreign_case(const char *sticky, const char *path)
 	/* Opened and looked at (fstat), never locked or written. */
 	expect_refusal_in(path, -EPERM, 0, sticky, true);
 	ck_assert_int_eq(pidlock_inspect(path, &info, 0), 0);
-	ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
+	ck_assert_int_eq(info.state, state);
 	/* Our own name in the same directory works. */
-	hu_fmt(mine, sizeof(mine), "%s/mine-%d", sticky, (int)getpid());
+	tu_fmt(mine, sizeof(mine), "%s/mine-%d", sticky, (int)getpid());
 	expect_taken(mine);
 }
 
@@ -725,7 +686,13 @@ START_TEST(test_foreign_owner_sticky)
 		ck_assert_int_eq(chmod(sub, 01777), 0);
 		write_abandoned(in_dir(buf, "sticky/foreign"), 0666);
 		ck_assert_int_eq(chown(buf, FOREIGN_UID, FOREIGN_UID), 0);
-		foreign_case(sub, buf);
+		foreign_case(sub, buf, PIDLOCK_STATE_ABANDONED);
+		/* An empty file, as a released lock leaves: planted all
+		 * the same. */
+		tu_write_file(in_dir(buf, "sticky/empty"), "", 0, 0644);
+		tu_set_mtime(buf, tu_now() - 100);
+		ck_assert_int_eq(chown(buf, NOBODY_UID, NOBODY_UID), 0);
+		foreign_case(sub, buf, PIDLOCK_STATE_FREE);
 		return;
 	}
 	if (!fixture) {
@@ -734,7 +701,7 @@ START_TEST(test_foreign_owner_sticky)
 		return;
 	}
 	join(buf, fixture, "foreign");
-	foreign_case(fixture, buf);
+	foreign_case(fixture, buf, PIDLOCK_STATE_ABANDONED);
 }
 END_TEST
 
@@ -833,7 +800,7 @@ START_TEST(test_reader_blocks_leftover)
 	pid_t pid;
 
 	write_abandoned(in_dir(buf, "lock"), 0644);
-	before = hu_snapshot(dir);
+	before = tu_snapshot(dir);
 
 	pid = reader_holds(buf, RO_FLOCK);
 	expect_busy(buf, 0, PIDLOCK_KIND_FLOCK, pid);
@@ -852,7 +819,7 @@ START_TEST(test_reader_blocks_leftover)
 	expect_busy(buf, PIDLOCK_OFD_ONLY, PIDLOCK_KIND_OFD, pid);
 	reap(pid);
 
-	hu_assert_unchanged(dir, before, "read-only holders");
+	tu_assert_unchanged(dir, before, "read-only holders");
 	/* Gone with its last descriptor: the record is free again. */
 	expect_taken(buf);
 }
@@ -931,11 +898,11 @@ START_TEST(test_dir_writer_replaces_file)
 	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
 	write_abandoned(in_dir(side, "side"), 0644);
 	ck_assert_int_eq(rename(side, buf), 0);
-	before = hu_snapshot(dir);
+	before = tu_snapshot(dir);
 	ck_assert_int_eq(pidlock_verify(lock), -ESTALE);
 	ck_assert_int_eq(pidlock_refresh(lock), -ESTALE);
 	ck_assert_int_eq(pidlock_release(lock), -ESTALE);
-	hu_assert_unchanged(dir, before, "release after replace");
+	tu_assert_unchanged(dir, before, "release after replace");
 	pidlock_free(lock);
 }
 END_TEST
@@ -973,7 +940,7 @@ static bool mount_tmpfs(const char *opts)
 		ck_assert_msg(errno == EINVAL || errno == EPERM ||
 			      errno == EACCES, "mount --make-rprivate /: %s",
 			      strerror(errno));
-		hu_fmt(why, sizeof(why), "EROFS/ENOSPC: cannot make / private "
+		tu_fmt(why, sizeof(why), "EROFS/ENOSPC: cannot make / private "
 		       "in a mount namespace (%s; a chroot?)", strerror(errno));
 		skip(why);
 		return false;
@@ -1032,14 +999,14 @@ static void expect_enospc_empty(const char *path)
 {
 	struct pidlock *lock;
 	struct stat st;
-	int fds = hu_fd_count();
+	int fds = tu_count_fds();
 
 	ck_assert_int_eq(pidlock_new(&lock, path, 0), 0);
 	ck_assert_int_eq(pidlock_acquire(lock, 0), -ENOSPC);
 	pidlock_free(lock);
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_int_eq(st.st_size, 0);
-	ck_assert_int_eq(hu_fd_count(), fds);
+	ck_assert_int_eq(tu_count_fds(), fds);
 }
 
 START_TEST(test_full_fs_blocks)
@@ -1051,7 +1018,7 @@ START_TEST(test_full_fs_blocks)
 	join(rec, mnt, "leftover");
 	write_abandoned(rec, 0644);
 	join(buf, mnt, "empty");
-	hu_write_file(buf, "", 0, 0644);
+	tu_write_file(buf, "", 0, 0644);
 	join(buf, mnt, "filler");
 	fill(buf);
 	join(buf, mnt, "lock");
@@ -1059,7 +1026,7 @@ START_TEST(test_full_fs_blocks)
 	/* An empty left-over would need a block: not taken, still empty.
 	 * (The failed write does touch its mtime: tmpfs updates it first.) */
 	join(buf, mnt, "empty");
-	hu_set_mtime(buf, hu_now() - 60);
+	tu_set_mtime(buf, tu_now() - 60);
 	expect_enospc_empty(buf);
 	/* A left-over file with a block has room: taken over in place. */
 	expect_taken(rec);
@@ -1078,7 +1045,7 @@ START_TEST(test_full_fs_inodes)
 		char name[32];
 		int fd;
 
-		hu_fmt(name, sizeof(name), "f%d", i);
+		tu_fmt(name, sizeof(name), "f%d", i);
 		join(buf, mnt, name);
 		fd = open(buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 		if (fd < 0) {
@@ -1099,19 +1066,14 @@ static Suite *hostile_suite(void)
 	Suite *s = suite_create("hostile");
 	TCase *tc;
 
-	tc = tcase_create("paths");
-	tcase_add_unchecked_fixture(tc, setup_base, teardown_base);
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "paths", setup, teardown, 0);
 	tcase_add_test(tc, test_empty_and_null);
 	tcase_add_test(tc, test_trailing_slash);
 	tcase_add_test(tc, test_long_names);
 	tcase_add_test(tc, test_missing_parent);
 	tcase_add_test(tc, test_parent_not_dir);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("links");
-	tcase_add_unchecked_fixture(tc, setup_base, teardown_base);
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "links", setup, teardown, 0);
 	tcase_add_test(tc, test_symlink_to_record);
 	tcase_add_test(tc, test_symlink_to_outside_file);
 	tcase_add_test(tc, test_symlink_dangling);
@@ -1121,60 +1083,36 @@ static Suite *hostile_suite(void)
 	tcase_add_test(tc, test_symlink_parent_followed);
 	tcase_add_test(tc, test_hard_link_plain_file);
 	tcase_add_test(tc, test_hard_link_record);
-	tcase_add_test(tc, test_hard_link_own_temp_repaired);
-	suite_add_tcase(s, tc);
+	tcase_add_loop_test(tc, test_hard_link_own_temp_repaired, 0, 2);
 
-	tc = tcase_create("types");
-	tcase_add_unchecked_fixture(tc, setup_base, teardown_base);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
+	tc = tu_tcase(s, "types", setup, teardown, 30);
 	tcase_add_test(tc, test_fifo);
 	tcase_add_test(tc, test_socket);
 	tcase_add_test(tc, test_directory);
 	tcase_add_test(tc, test_devices);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("permissions");
+	tc = tu_tcase(s, "permissions", setup, teardown, 0);
 	tcase_set_tags(tc, "unprivileged");
-	tcase_add_unchecked_fixture(tc, setup_base, teardown_base);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_no_permission);
-	tcase_add_test(tc, test_read_only_file);
-	tcase_add_test(tc, test_write_only_file);
-	tcase_add_test(tc, test_read_only_dir);
+	tcase_add_loop_test(tc, test_permission, 0, (int)(sizeof(perm_cases) /
+						  sizeof(perm_cases[0])));
 	tcase_add_test(tc, test_read_only_dir_with_record);
-	tcase_add_test(tc, test_dir_not_searchable);
 	tcase_add_test(tc, test_world_writable_no_sticky);
 	tcase_add_test(tc, test_foreign_owner_sticky);
 	tcase_add_test(tc, test_foreign_owner_private_dir);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("users");
-	tcase_add_unchecked_fixture(tc, setup_base, teardown_base);
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "users", setup, teardown, 0);
 	tcase_add_test(tc, test_reader_blocks_leftover);
 	tcase_add_test(tc, test_defence_mode_and_dir);
 	tcase_add_test(tc, test_dir_writer_replaces_file);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("filesystems");
-	tcase_add_unchecked_fixture(tc, setup_base, teardown_base);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
+	tc = tu_tcase(s, "filesystems", setup, teardown, 30);
 	tcase_add_test(tc, test_read_only_fs);
 	tcase_add_test(tc, test_full_fs_blocks);
 	tcase_add_test(tc, test_full_fs_inodes);
-	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(hostile_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	tu_run_suite(hostile_suite());
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -36,6 +37,17 @@ pid_t tu_dead_pid(void)
 		_exit(0);
 	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
 	return pid;
+}
+
+long tu_pid_max(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
+	long v = 0;
+
+	ck_assert(f != NULL);
+	ck_assert_int_eq(fscanf(f, "%ld", &v), 1);
+	(void)fclose(f);
+	return v;
 }
 
 const char *tu_dir(void)
@@ -72,13 +84,14 @@ void tu_cleanup(void)
 int tu_count_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
 	int n = 0;
 
-	ck_assert_ptr_nonnull(d);
-	while (readdir(d))
-		n++;
+	ck_assert_msg(d != NULL, "opendir /proc/self/fd: %s", strerror(errno));
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
 	closedir(d);
-	return n;
+	return n - 1;	/* the directory stream's own descriptor */
 }
 
 void tu_write(const char *path, const char *content)
@@ -120,12 +133,55 @@ ino_t tu_ino(const char *path)
 	return st.st_ino;
 }
 
+int tu_mode(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -1;
+	return (int)(st.st_mode & 07777);
+}
+
+int64_t tu_mtime_ns(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -1;
+	return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+}
+
 long tu_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+long tu_cpu_ms(void)
+{
+	struct rusage ru;
+
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000L +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000L;
+}
+
+int64_t tu_now(void)
+{
+	struct timespec ts;
+
+	ck_assert_int_eq(clock_gettime(CLOCK_REALTIME, &ts), 0);
+	return (int64_t)ts.tv_sec;
+}
+
+void tu_msleep(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }
 
 void tu_set_mtime_ago(const char *path, long seconds)
@@ -138,7 +194,7 @@ void tu_set_mtime_ago(const char *path, long seconds)
 	ck_assert_int_eq(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW), 0);
 }
 
-void tu_spawn(struct tu_child *c, tu_fn fn, void *arg)
+pid_t tu_fork(struct tu_child *c)
 {
 	int up[2], down[2];
 
@@ -152,13 +208,20 @@ void tu_spawn(struct tu_child *c, tu_fn fn, void *arg)
 		c->to_parent = up[1];
 		c->from_parent = down[0];
 		c->from_child = c->to_child = -1;
-		_exit(fn(c, arg));
+		return 0;
 	}
 	close(up[1]);
 	close(down[0]);
 	c->from_child = up[0];
 	c->to_child = down[1];
 	c->to_parent = c->from_parent = -1;
+	return c->pid;
+}
+
+void tu_spawn(struct tu_child *c, tu_fn fn, void *arg)
+{
+	if (tu_fork(c) == 0)
+		_exit(fn(c, arg));
 }
 
 void tu_signal(struct tu_child *c, char what)
@@ -167,26 +230,26 @@ void tu_signal(struct tu_child *c, char what)
 		_exit(99);
 }
 
-char tu_wait_signal(struct tu_child *c)
+/* One byte from the pipe, or 0 at its end: the other side is gone. */
+static char read_byte(int fd)
 {
 	char ch = 0;
 	ssize_t n;
 
 	do
-		n = read(c->from_child, &ch, 1);
+		n = read(fd, &ch, 1);
 	while (n < 0 && errno == EINTR);
 	return n == 1 ? ch : 0;
 }
 
+char tu_wait_signal(struct tu_child *c)
+{
+	return read_byte(c->from_child);
+}
+
 char tu_wait_parent(struct tu_child *c)
 {
-	char ch = 0;
-	ssize_t n;
-
-	do
-		n = read(c->from_parent, &ch, 1);
-	while (n < 0 && errno == EINTR);
-	return n == 1 ? ch : 0;
+	return read_byte(c->from_parent);
 }
 
 void tu_tell(struct tu_child *c, char what)
@@ -194,17 +257,24 @@ void tu_tell(struct tu_child *c, char what)
 	ck_assert_int_eq(write(c->to_child, &what, 1), 1);
 }
 
-int tu_join(struct tu_child *c)
+int tu_reap(pid_t pid)
 {
 	int st;
 
-	ck_assert_int_eq(waitpid(c->pid, &st, 0), c->pid);
-	close(c->from_child);
-	close(c->to_child);
-	c->pid = 0;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	if (WIFSIGNALED(st))
 		return 128 + WTERMSIG(st);
 	return WEXITSTATUS(st);
+}
+
+int tu_join(struct tu_child *c)
+{
+	int st = tu_reap(c->pid);
+
+	close(c->from_child);
+	close(c->to_child);
+	c->pid = 0;
+	return st;
 }
 
 void tu_kill(struct tu_child *c)
@@ -213,19 +283,12 @@ void tu_kill(struct tu_child *c)
 	ck_assert_int_eq(tu_join(c), 128 + SIGKILL);
 }
 
-struct hold_arg {
-	const char *path;
-	unsigned int flags;
-};
-
+/* The holder's side of tu_hold(): the handle is the parent's copy. */
 static int hold_fn(struct tu_child *c, void *arg)
 {
-	const struct hold_arg *h = arg;
-	struct pidlock *l;
+	struct pidlock *l = arg;
 	int r = 2;
 
-	if (pidlock_new(&l, h->path, h->flags) < 0)
-		return 2;
 	if (pidlock_acquire(l, -1) == 0) {
 		tu_signal(c, 'L');
 		r = tu_wait_parent(c) != 'R' ? 3
@@ -238,9 +301,11 @@ static int hold_fn(struct tu_child *c, void *arg)
 
 void tu_hold(struct tu_child *c, const char *path, unsigned int flags)
 {
-	struct hold_arg h = { path, flags };
+	/* Made here, so that a bad path fails the test, not the child. */
+	struct pidlock *l = tu_new(path, flags);
 
-	tu_spawn(c, hold_fn, &h);
+	tu_spawn(c, hold_fn, l);
+	pidlock_free(l);	/* never acquired here: frees memory only */
 	ck_assert_int_eq(tu_wait_signal(c), 'L');
 }
 
@@ -292,7 +357,8 @@ void tu_run_suite(Suite *s)
 	SRunner *sr = srunner_create(s);
 	int failed;
 
-	srunner_run_all(sr, CK_NORMAL);
+	/* CK_ENV: CK_VERBOSITY chooses the output, normal by default. */
+	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	exit(failed ? EXIT_FAILURE : EXIT_SUCCESS);

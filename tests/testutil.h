@@ -1,10 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The helper library of every Check suite (prefix tu_).  Every helper
+ * fails the running test on an unexpected error, so a test reads as the
+ * rule it guards.  testutil.c: processes, files by name, the runner;
+ * testutil-fs.c: scratch trees and snapshots that prove a call changed
+ * nothing on disk.
+ */
 #ifndef PIDLOCK_TESTUTIL_H
 #define PIDLOCK_TESTUTIL_H
 
 #include <check.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "pidlock.h"
@@ -13,6 +22,8 @@
 struct pidlock *tu_new(const char *path, unsigned int flags);
 /* The pid of a process that has exited and been reaped. */
 pid_t tu_dead_pid(void);
+/* /proc/sys/kernel/pid_max. */
+long tu_pid_max(void);
 
 /* A fresh directory per test, removed with its content by tu_cleanup(). */
 const char *tu_dir(void);
@@ -21,13 +32,25 @@ const char *tu_dir(void);
 char *tu_path(const char *name);
 void tu_cleanup(void);
 
+/* Open descriptors of this process: the entries of /proc/self/fd, less
+ * the one that lists them. */
 int tu_count_fds(void);
 void tu_write(const char *path, const char *content);
 /* Whole file as a NUL-terminated string; "" if missing.  Static buffer. */
 const char *tu_read(const char *path);
 bool tu_exists(const char *path);
 ino_t tu_ino(const char *path);
+/* Permission bits (07777) of what path leads to, or -1. */
+int tu_mode(const char *path);
+/* mtime of what path leads to in nanoseconds, or -1. */
+int64_t tu_mtime_ns(const char *path);
 long tu_ms(void);
+/* CPU time this process has used (user and system), in ms. */
+long tu_cpu_ms(void);
+/* Current time, Unix seconds. */
+int64_t tu_now(void);
+/* Sleep, resumed after signals. */
+void tu_msleep(unsigned int ms);
 void tu_set_mtime_ago(const char *path, long seconds);
 
 /*
@@ -44,12 +67,29 @@ struct tu_child {
 };
 typedef int (*tu_fn)(struct tu_child *c, void *arg);
 void tu_spawn(struct tu_child *c, tu_fn fn, void *arg);
+/* fork(2) with the pipes of tu_spawn(): 0 in the child, which must end
+ * with _exit(); the child's pid in the parent. */
+pid_t tu_fork(struct tu_child *c);
 void tu_signal(struct tu_child *c, char what);
 char tu_wait_signal(struct tu_child *c);	/* parent side */
 char tu_wait_parent(struct tu_child *c);	/* child side */
 void tu_tell(struct tu_child *c, char what);	/* parent side */
 int tu_join(struct tu_child *c);		/* exit status, or 128+sig */
 void tu_kill(struct tu_child *c);		/* SIGKILL and reap */
+/* waitpid() for a plain child: exit status, or 128+sig. */
+int tu_reap(pid_t pid);
+
+/* In a forked child a failed Check assertion would not reach the
+ * runner: say what failed and exit 3, which the parent's join sees. */
+#define TU_CHILD_CHECK(cond) do { if (!(cond)) { \
+	fprintf(stderr, "child: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+	_exit(3); } } while (0)
+
+/* expr returns `ret` and sets errno to `err` (the pidfile(3) way). */
+#define TU_ASSERT_ERRNO(expr, ret, err) do { \
+	errno = 0; \
+	ck_assert_int_eq((expr), (ret)); \
+	ck_assert_int_eq(errno, (err)); } while (0)
 
 /* A child that takes the lock with `flags`, says 'L', and holds it
  * until told 'R' (release) or killed. */
@@ -64,6 +104,70 @@ int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * kept file behind. */
 bool tu_in_place(void);
 
+/* --- scratch trees and snapshots (testutil-fs.c) -------------------- */
+
+/* snprintf that fails the test if the result does not fit. */
+#define tu_fmt(buf, size, ...) do { \
+		int tu_n_ = snprintf(buf, size, __VA_ARGS__); \
+		ck_assert(tu_n_ >= 0 && (size_t)tu_n_ < (size_t)(size)); \
+	} while (0)
+
+/* A fresh 0700 directory under parent, or $TMPDIR, or /tmp; caller
+ * frees. */
+char *tu_mkdtemp(const char *parent, const char *tag);
+
+/*
+ * The directory of a test case's scratch directories (tu_base()), made
+ * and removed by the runner process as an unchecked fixture: a test that
+ * fails skips its own teardown, and still leaves nothing behind.
+ */
+const char *tu_base(void);
+void tu_base_setup(void);
+void tu_base_teardown(void);
+
+/* A test case in s with tu_base() around it and setup/teardown (either
+ * may be NULL) around each test; timeout 0 keeps Check's default. */
+TCase *tu_tcase(Suite *s, const char *name, void (*setup)(void),
+		void (*teardown)(void), int timeout);
+
+/* rm -rf without following symlinks; makes directories writable first. */
+void tu_rmtree(const char *path);
+
+/* The same, ignoring errors: for clean-up after a failed test. */
+void tu_rmtree_quiet(const char *path);
+
+/* Create (O_EXCL) a file with exactly these bytes and this mode. */
+void tu_write_file(const char *path, const void *data, size_t len,
+		   mode_t mode);
+
+/* The whole file, NUL-terminated for convenience; *len its size. */
+char *tu_read_file(const char *path, size_t *len);
+
+/* Set mtime (and atime) to `sec` seconds, without following links. */
+void tu_set_mtime(const char *path, int64_t sec);
+
+/*
+ * A listing of everything under `path` (not following links): name,
+ * type, mode, owner, inode, link count, size, mtime, ctime, and a hash
+ * of the first MiB of each regular file, or a symlink's target.  Two
+ * equal snapshots mean nothing was created, deleted, written,
+ * truncated or renamed.  Caller frees.
+ */
+char *tu_snapshot(const char *path);
+
+/* Fail unless the two snapshots are equal; shows both if not. */
+void tu_assert_same(const char *before, const char *after, const char *what);
+
+/* Snapshot `path` again, compare with `before`, free both. */
+void tu_assert_unchanged(const char *path, char *before, const char *what);
+
+/* Does any name under `dir` start with the library's temp prefix? */
+bool tu_has_temp(const char *dir);
+
+/* --- the runner ------------------------------------------------------ */
+
+/* Runs the suite as CK_RUN_SUITE, CK_RUN_CASE, CK_VERBOSITY, CK_FORK
+ * and the tag variables say, and exits: 0 if every check passed. */
 void tu_run_suite(Suite *s) __attribute__((noreturn));
 
 #endif

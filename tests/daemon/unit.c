@@ -23,96 +23,43 @@
 #include <bsd/libutil.h>
 #endif
 
-/* One directory per run, made and removed by main(), so that a failed
- * or timed-out test (which skips its teardown) leaves nothing behind. */
-static char base[64];
-static char dir[96];
+#include "../testutil.h"
+
+static char *dir;	/* per test, inside the test case's tu_base() */
 static char path[PATH_MAX];
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "%s/t.XXXXXX", base);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/d.pid", dir);
+	dir = tu_mkdtemp(tu_base(), "t");
+	tu_fmt(path, sizeof(path), "%s/d.pid", dir);
 	umask(0);
-}
-
-static void remove_tree(const char *top)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", top);
 }
 
 static void teardown(void)
 {
-	remove_tree(dir);
+	tu_rmtree(dir);
+	free(dir);
 }
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static size_t slurp(const char *p, char *buf, size_t size)
-{
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	return n > 0 ? (size_t)n : 0;
-}
-
 /* The bare first line, as start-stop-daemon and pgrep -F read it. */
 static long first_pid(const char *p)
 {
-	char buf[512];
+	const char *buf = tu_read(p);
 
-	if (!slurp(p, buf, sizeof(buf)))
-		return -1;
-	return strtol(buf, NULL, 10);
+	return *buf ? strtol(buf, NULL, 10) : -1;
 }
 
 static long key_value(const char *p, const char *key)
 {
-	char buf[512], *s;
+	const char *s;
 	size_t n = strlen(key);
 
-	if (!slurp(p, buf, sizeof(buf)))
-		return -1;
-	for (s = buf; s; s = strchr(s, '\n'), s = s ? s + 1 : NULL)
+	for (s = tu_read(p); *s; s = strchr(s, '\n'), s = s ? s + 1 : "")
 		if (strncmp(s, key, n) == 0 && s[n] == '=')
 			return strtol(s + n + 1, NULL, 10);
 	return -1;
-}
-
-static int mode_of(const char *p)
-{
-	struct stat st;
-
-	if (stat(p, &st) < 0)
-		return -1;
-	return (int)(st.st_mode & 07777);
-}
-
-static int64_t mtime_ns(const char *p)
-{
-	struct stat st;
-
-	if (stat(p, &st) < 0)
-		return -1;
-	return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-}
-
-static void msleep(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
 }
 
 /* Bounded waits; never a measure of speed. */
@@ -122,7 +69,7 @@ static int wait_key_change(const char *key, long old, long *now)
 		*now = key_value(path, key);
 		if (*now != old)
 			return 1;
-		msleep(20);
+		tu_msleep(20);
 	}
 	return 0;
 }
@@ -130,67 +77,51 @@ static int wait_key_change(const char *key, long old, long *now)
 static int wait_mtime_change(int64_t old)
 {
 	for (int i = 0; i < 250; i++) {
-		if (mtime_ns(path) != old)
+		if (tu_mtime_ns(path) != old)
 			return 1;
-		msleep(10);
+		tu_msleep(10);
 	}
 	return 0;
 }
 
-static void put(int fd, char c)
+/* A child holding the lock with pidlock_daemon_open until told (or the
+ * parent is gone). */
+static void spawn_holder(struct tu_child *c)
 {
-	ck_assert_int_eq(write(fd, &c, 1), 1);
-}
-
-static char get(int fd)
-{
-	char c = 0;
-
-	ck_assert_int_eq(read(fd, &c, 1), 1);
-	return c;
-}
-
-static int reap(pid_t pid)
-{
-	int status;
-
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-/* In a forked child, a failed check must not look like success. */
-#define CHILD_CHECK(cond) do { if (!(cond)) { \
-	fprintf(stderr, "child: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-	_exit(3); } } while (0)
-
-/* A child holding the lock with pidlock_daemon_open until told. */
-static pid_t spawn_holder(int *ctl)
-{
-	int up[2], down[2];
-	pid_t pid;
-
-	ck_assert_int_eq(pipe2(up, O_CLOEXEC), 0);
-	ck_assert_int_eq(pipe2(down, O_CLOEXEC), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
+	if (tu_fork(c) == 0) {
 		struct pidlock *lock;
-		char c;
 
-		close(down[1]);
-		CHILD_CHECK(pidlock_daemon_open(&lock, path, 0, 0, NULL) == 0);
-		CHILD_CHECK(write(up[1], "r", 1) == 1);
-		CHILD_CHECK(read(down[0], &c, 1) >= 0);
+		TU_CHILD_CHECK(pidlock_daemon_open(&lock, path, 0, 0, NULL) == 0);
+		tu_signal(c, 'r');
+		(void)tu_wait_parent(c);
 		pidlock_release(lock);
 		pidlock_free(lock);
 		_exit(0);
 	}
-	close(up[1]);
-	close(down[0]);
-	ck_assert_int_eq(get(up[0]), 'r');
-	close(up[0]);
-	*ctl = down[1];
-	return pid;
+	ck_assert_int_eq(tu_wait_signal(c), 'r');
+}
+
+/* The daemonized child of the pidfile(3) flow: in the child, writes its
+ * pid, says 'w', waits for the parent's 'c' and returns true; in the
+ * parent, returns false once the pid is written. */
+static bool forked_writer(struct tu_child *c, struct pidlock_pidfh *pfh)
+{
+	if (tu_fork(c) != 0) {
+		ck_assert_int_eq(tu_wait_signal(c), 'w');
+		return false;
+	}
+	TU_CHILD_CHECK(pidlock_pidfile_write(pfh) == 0);
+	TU_CHILD_CHECK(first_pid(path) == getpid());
+	tu_signal(c, 'w');
+	TU_CHILD_CHECK(tu_wait_parent(c) == 'c');
+	return true;
+}
+
+/* Somebody deletes the file at path and puts another there. */
+static void replace_file(const char *content)
+{
+	ck_assert_int_eq(unlink(path), 0);
+	tu_write_file(path, content, strlen(content), 0644);
 }
 
 /* ---- pidlock_daemon_open --------------------------------------------- */
@@ -198,11 +129,12 @@ static pid_t spawn_holder(int *ctl)
 START_TEST(open_writes_classic_record)
 {
 	struct pidlock *lock;
-	char buf[512], want[64];
+	const char *buf;
+	char want[64];
 
 	ck_assert_int_eq(pidlock_daemon_open(&lock, path, 0, 0, NULL), 0);
-	ck_assert_int_eq(mode_of(path), 0644);
-	slurp(path, buf, sizeof(buf));
+	ck_assert_int_eq(tu_mode(path), 0644);
+	buf = tu_read(path);
 	snprintf(want, sizeof(want), "%d\npid=%d\ntimestamp=", getpid(),
 		 getpid());
 	ck_assert_msg(strncmp(buf, want, strlen(want)) == 0, "content: %s", buf);
@@ -226,7 +158,7 @@ START_TEST(open_mode)
 			 -EINVAL);
 	ck_assert_int_eq(access(path, F_OK), -1);
 	ck_assert_int_eq(pidlock_daemon_open(&lock, path, 0, 0640, NULL), 0);
-	ck_assert_int_eq(mode_of(path), 0640);
+	ck_assert_int_eq(tu_mode(path), 0640);
 	pidlock_free(lock);
 	ck_assert_int_eq(access(path, F_OK), -1);
 }
@@ -248,17 +180,17 @@ START_TEST(open_busy_reports_holder)
 {
 	struct pidlock *lock = (struct pidlock *)1;
 	pid_t holder = 0;
-	int ctl;
-	pid_t pid = spawn_holder(&ctl);
+	struct tu_child c;
 
+	spawn_holder(&c);
 	ck_assert_int_eq(pidlock_daemon_open(&lock, path, 0, 0, &holder),
 			 -EEXIST);
 	ck_assert_ptr_null(lock);
-	ck_assert_int_eq(holder, pid);
+	ck_assert_int_eq(holder, c.pid);
 	ck_assert_int_eq(pidlock_daemon_open(&lock, path, 0, 0, NULL), -EEXIST);
-	ck_assert_int_eq(first_pid(path), pid);
-	close(ctl);
-	ck_assert_int_eq(reap(pid), 0);
+	ck_assert_int_eq(first_pid(path), c.pid);
+	tu_tell(&c, 'q');
+	ck_assert_int_eq(tu_join(&c), 0);
 	ck_assert_int_eq(pidlock_daemon_open(&lock, path, 0, 0, &holder), 0);
 	pidlock_free(lock);
 }
@@ -325,38 +257,32 @@ END_TEST
 START_TEST(open_busy_libbsd_holder)
 {
 	struct pidlock *lock;
-	pid_t holder = 0, pid;
-	int up[2], down[2];
+	pid_t holder = 0;
+	struct tu_child c;
 
-	ck_assert_int_eq(pipe2(up, O_CLOEXEC), 0);
-	ck_assert_int_eq(pipe2(down, O_CLOEXEC), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
+	if (tu_fork(&c) == 0) {
 		struct pidfh *pfh = pidfile_open(path, 0644, NULL);
-		char c;
 
-		close(down[1]);
-		CHILD_CHECK(pfh != NULL);
-		CHILD_CHECK(write(up[1], "o", 1) == 1);
-		CHILD_CHECK(read(down[0], &c, 1) == 1);
-		CHILD_CHECK(pidfile_write(pfh) == 0);
-		CHILD_CHECK(write(up[1], "w", 1) == 1);
-		CHILD_CHECK(read(down[0], &c, 1) >= 0);
+		TU_CHILD_CHECK(pfh != NULL);
+		tu_signal(&c, 'o');
+		TU_CHILD_CHECK(tu_wait_parent(&c) == 'w');
+		TU_CHILD_CHECK(pidfile_write(pfh) == 0);
+		tu_signal(&c, 'w');
+		(void)tu_wait_parent(&c);
 		pidfile_remove(pfh);
 		_exit(0);
 	}
-	ck_assert_int_eq(get(up[0]), 'o');
+	ck_assert_int_eq(tu_wait_signal(&c), 'o');
 	ck_assert_int_eq(pidlock_daemon_open(&lock, path, 0, 0, &holder),
 			 -EEXIST);
 	ck_assert_int_eq(holder, -1);
-	put(down[1], 'w');
-	ck_assert_int_eq(get(up[0]), 'w');
+	tu_tell(&c, 'w');
+	ck_assert_int_eq(tu_wait_signal(&c), 'w');
 	ck_assert_int_eq(pidlock_daemon_open(&lock, path, 0, 0, &holder),
 			 -EEXIST);
-	ck_assert_int_eq(holder, pid);
-	close(down[1]);
-	ck_assert_int_eq(reap(pid), 0);
+	ck_assert_int_eq(holder, c.pid);
+	tu_tell(&c, 'q');
+	ck_assert_int_eq(tu_join(&c), 0);
 	ck_assert_int_eq(access(path, F_OK), -1);
 }
 END_TEST
@@ -364,76 +290,62 @@ END_TEST
 
 /* ---- the hand-over: fork, rebind, parent closes ------------------------ */
 
+/* The three ways the parent lets go: the rows of the rebind_handover
+ * loop test. */
 enum { PARENT_CLOSE, PARENT_FREE, PARENT_CLOSE_EARLY };
+
+/* The child's side: rebind (after the parent closed, for
+ * PARENT_CLOSE_EARLY), tell, then own and release the file. */
+static void __attribute__((noreturn))
+handover_child(struct tu_child *c, struct pidlock *lock, int how)
+{
+	if (how == PARENT_CLOSE_EARLY)
+		TU_CHILD_CHECK(tu_wait_parent(c) == 'c');
+	TU_CHILD_CHECK(pidlock_daemon_rebind(lock) == 0);
+	TU_CHILD_CHECK(first_pid(path) == getpid());
+	TU_CHILD_CHECK(key_value(path, "pid") == getpid());
+	tu_signal(c, 'b');
+	if (how != PARENT_CLOSE_EARLY)
+		TU_CHILD_CHECK(tu_wait_parent(c) == 'c');
+	TU_CHILD_CHECK(first_pid(path) == getpid());
+	TU_CHILD_CHECK(pidlock_verify(lock) == 0);
+	TU_CHILD_CHECK(pidlock_release(lock) == 0);
+	TU_CHILD_CHECK(access(path, F_OK) == -1);
+	_exit(0);
+}
 
 /*
  * The parent holds; the child rebinds and tells; the parent lets go in
  * one of three ways; none may unlink the child's file.  The child then
  * checks the file and releases it, which unlinks.
  */
-static void handover(int how)
+START_TEST(rebind_handover)
 {
+	const int how = _i;
 	struct pidlock *lock;
-	int up[2], down[2];
-	pid_t pid;
+	struct tu_child c;
 
 	ck_assert_int_eq(pidlock_daemon_open(&lock, path, 0, 0, NULL), 0);
-	ck_assert_int_eq(pipe2(up, O_CLOEXEC), 0);
-	ck_assert_int_eq(pipe2(down, O_CLOEXEC), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		char c;
-
-		if (how == PARENT_CLOSE_EARLY)
-			CHILD_CHECK(read(down[0], &c, 1) == 1);
-		CHILD_CHECK(pidlock_daemon_rebind(lock) == 0);
-		CHILD_CHECK(first_pid(path) == getpid());
-		CHILD_CHECK(key_value(path, "pid") == getpid());
-		CHILD_CHECK(write(up[1], "b", 1) == 1);
-		if (how != PARENT_CLOSE_EARLY)
-			CHILD_CHECK(read(down[0], &c, 1) == 1);
-		CHILD_CHECK(first_pid(path) == getpid());
-		CHILD_CHECK(pidlock_verify(lock) == 0);
-		CHILD_CHECK(pidlock_release(lock) == 0);
-		CHILD_CHECK(access(path, F_OK) == -1);
-		_exit(0);
-	}
+	if (tu_fork(&c) == 0)
+		handover_child(&c, lock, how);
 	if (how == PARENT_CLOSE_EARLY) {
 		ck_assert_int_eq(pidlock_close(lock), 0);
 		ck_assert_int_eq(first_pid(path), getpid());
-		put(down[1], 'c');
-		ck_assert_int_eq(get(up[0]), 'b');
+		tu_tell(&c, 'c');
+		ck_assert_int_eq(tu_wait_signal(&c), 'b');
 	} else {
-		ck_assert_int_eq(get(up[0]), 'b');
+		ck_assert_int_eq(tu_wait_signal(&c), 'b');
 		if (how == PARENT_CLOSE)
 			ck_assert_int_eq(pidlock_close(lock), 0);
 		else
 			pidlock_free(lock);	/* releases: must not unlink */
-		ck_assert_int_eq(first_pid(path), pid);
-		put(down[1], 'c');
+		ck_assert_int_eq(first_pid(path), c.pid);
+		tu_tell(&c, 'c');
 	}
-	ck_assert_int_eq(reap(pid), 0);
+	ck_assert_int_eq(tu_join(&c), 0);
 	ck_assert_int_eq(access(path, F_OK), -1);
 	if (how != PARENT_FREE)
 		pidlock_free(lock);
-}
-
-START_TEST(rebind_parent_close)
-{
-	handover(PARENT_CLOSE);
-}
-END_TEST
-
-START_TEST(rebind_parent_free)
-{
-	handover(PARENT_FREE);
-}
-END_TEST
-
-START_TEST(rebind_parent_close_early)
-{
-	handover(PARENT_CLOSE_EARLY);
 }
 END_TEST
 
@@ -442,24 +354,18 @@ END_TEST
 START_TEST(rebind_after_parent_release)
 {
 	struct pidlock *lock;
-	pid_t pid;
-	int go[2];
+	struct tu_child c;
 
 	ck_assert_int_eq(pidlock_daemon_open(&lock, path, 0, 0, NULL), 0);
-	ck_assert_int_eq(pipe2(go, O_CLOEXEC), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		char c;
-
-		CHILD_CHECK(read(go[0], &c, 1) == 1);
-		CHILD_CHECK(pidlock_daemon_rebind(lock) == -ESTALE);
+	if (tu_fork(&c) == 0) {
+		TU_CHILD_CHECK(tu_wait_parent(&c) == 'g');
+		TU_CHILD_CHECK(pidlock_daemon_rebind(lock) == -ESTALE);
 		_exit(0);
 	}
 	ck_assert_int_eq(pidlock_release(lock), 0);
 	ck_assert_int_eq(access(path, F_OK), -1);
-	put(go[1], 'g');
-	ck_assert_int_eq(reap(pid), 0);
+	tu_tell(&c, 'g');
+	ck_assert_int_eq(tu_join(&c), 0);
 	pidlock_free(lock);
 }
 END_TEST
@@ -479,39 +385,27 @@ END_TEST
 
 START_TEST(pidfile_null)
 {
-	errno = 0;
-	ck_assert_int_eq(pidlock_pidfile_write(NULL), -1);
-	ck_assert_int_eq(errno, EINVAL);
-	errno = 0;
-	ck_assert_int_eq(pidlock_pidfile_close(NULL), -1);
-	ck_assert_int_eq(errno, EINVAL);
-	errno = 0;
-	ck_assert_int_eq(pidlock_pidfile_remove(NULL), -1);
-	ck_assert_int_eq(errno, EINVAL);
-	errno = 0;
-	ck_assert_int_eq(pidlock_pidfile_fileno(NULL), -1);
-	ck_assert_int_eq(errno, EINVAL);
-	errno = 0;
-	ck_assert_ptr_null(pidlock_pidfile_handle(NULL));
-	ck_assert_int_eq(errno, EINVAL);
+	TU_ASSERT_ERRNO(pidlock_pidfile_write(NULL), -1, EINVAL);
+	TU_ASSERT_ERRNO(pidlock_pidfile_close(NULL), -1, EINVAL);
+	TU_ASSERT_ERRNO(pidlock_pidfile_remove(NULL), -1, EINVAL);
+	TU_ASSERT_ERRNO(pidlock_pidfile_fileno(NULL), -1, EINVAL);
+	TU_ASSERT_ERRNO(pidlock_pidfile_handle(NULL) == NULL, 1, EINVAL);
 }
 END_TEST
 
 START_TEST(pidfile_busy)
 {
 	pid_t other = 0;
-	int ctl;
-	pid_t pid = spawn_holder(&ctl);
+	struct tu_child c;
 
-	errno = 0;
-	ck_assert_ptr_null(pidlock_pidfile_open(path, 0644, &other));
-	ck_assert_int_eq(errno, EEXIST);
-	ck_assert_int_eq(other, pid);
-	errno = 0;
-	ck_assert_ptr_null(pidlock_pidfile_open(path, 0644, NULL));
-	ck_assert_int_eq(errno, EEXIST);
-	close(ctl);
-	ck_assert_int_eq(reap(pid), 0);
+	spawn_holder(&c);
+	TU_ASSERT_ERRNO(pidlock_pidfile_open(path, 0644, &other) == NULL, 1,
+			EEXIST);
+	ck_assert_int_eq(other, c.pid);
+	TU_ASSERT_ERRNO(pidlock_pidfile_open(path, 0644, NULL) == NULL, 1,
+			EEXIST);
+	tu_tell(&c, 'q');
+	ck_assert_int_eq(tu_join(&c), 0);
 }
 END_TEST
 
@@ -524,7 +418,7 @@ START_TEST(pidfile_modes)
 		struct pidlock_pidfh *pfh = pidlock_pidfile_open(path, in[i], NULL);
 
 		ck_assert_ptr_nonnull(pfh);
-		ck_assert_int_eq(mode_of(path), out[i]);
+		ck_assert_int_eq(tu_mode(path), out[i]);
 		ck_assert_int_eq(pidlock_pidfile_remove(pfh), 0);
 		ck_assert_int_eq(access(path, F_OK), -1);
 	}
@@ -538,13 +432,12 @@ START_TEST(pidfile_default_path)
 
 	snprintf(def, sizeof(def), "/var/run/%s.pid",
 		 program_invocation_short_name);
-	errno = 0;
-	pfh = pidlock_pidfile_open(NULL, 0, NULL);
 	if (geteuid() != 0) {
-		ck_assert_ptr_null(pfh);
-		ck_assert_int_eq(errno, EACCES);
+		TU_ASSERT_ERRNO(pidlock_pidfile_open(NULL, 0, NULL) == NULL, 1,
+				EACCES);
 		return;
 	}
+	pfh = pidlock_pidfile_open(NULL, 0, NULL);
 	ck_assert_ptr_nonnull(pfh);
 	ck_assert_str_eq(pidlock_path(pidlock_pidfile_handle(pfh)), def);
 	ck_assert_int_eq(first_pid(def), getpid());
@@ -553,85 +446,50 @@ START_TEST(pidfile_default_path)
 }
 END_TEST
 
-/* The manual's flow: open, daemonize, write in the child; the parent
- * only closes.  Then a worker forked by the daemon tries to remove. */
+/* The daemon's side: a worker forked by it must not take the daemon's
+ * file with it; the daemon itself removes it. */
+static void __attribute__((noreturn))
+daemon_removes(struct pidlock_pidfh *pfh)
+{
+	pid_t worker = fork();
+
+	TU_CHILD_CHECK(worker >= 0);
+	if (worker == 0) {
+		errno = 0;
+		TU_CHILD_CHECK(pidlock_pidfile_remove(pfh) == -1);
+		TU_CHILD_CHECK(errno == EINVAL);
+		_exit(0);
+	}
+	TU_CHILD_CHECK(tu_reap(worker) == 0);
+	TU_CHILD_CHECK(first_pid(path) == getpid());
+	TU_CHILD_CHECK(pidlock_pidfile_fileno(pfh) >= 0);
+	TU_CHILD_CHECK(pidlock_pidfile_remove(pfh) == 0);
+	TU_CHILD_CHECK(access(path, F_OK) == -1);
+	_exit(0);
+}
+
+/*
+ * The manual's flow: open, daemonize, write in the child.  The parent
+ * then lets go: row 0, it only closes, as the manual says; row 1, it
+ * tries pidfile_remove(), which is refused.  Either way the child's
+ * file stays, and the daemon (and not its worker) removes it.
+ */
 START_TEST(pidfile_fork_write)
 {
 	struct pidlock_pidfh *pfh = pidlock_pidfile_open(path, 0644, NULL);
-	int up[2], down[2];
-	pid_t pid;
+	struct tu_child c;
 
 	ck_assert_ptr_nonnull(pfh);
 	ck_assert_int_eq(first_pid(path), getpid());
-	ck_assert_int_eq(pipe2(up, O_CLOEXEC), 0);
-	ck_assert_int_eq(pipe2(down, O_CLOEXEC), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		pid_t worker;
-		char c;
-		int st;
-
-		CHILD_CHECK(pidlock_pidfile_write(pfh) == 0);
-		CHILD_CHECK(first_pid(path) == getpid());
-		CHILD_CHECK(write(up[1], "w", 1) == 1);
-		CHILD_CHECK(read(down[0], &c, 1) == 1);
-		/* A worker must not take the daemon's file with it. */
-		worker = fork();
-		CHILD_CHECK(worker >= 0);
-		if (worker == 0) {
-			errno = 0;
-			CHILD_CHECK(pidlock_pidfile_remove(pfh) == -1);
-			CHILD_CHECK(errno == EINVAL);
-			_exit(0);
-		}
-		CHILD_CHECK(waitpid(worker, &st, 0) == worker);
-		CHILD_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-		CHILD_CHECK(first_pid(path) == getpid());
-		CHILD_CHECK(pidlock_pidfile_fileno(pfh) >= 0);
-		CHILD_CHECK(pidlock_pidfile_remove(pfh) == 0);
-		CHILD_CHECK(access(path, F_OK) == -1);
-		_exit(0);
-	}
-	ck_assert_int_eq(get(up[0]), 'w');
-	ck_assert_int_eq(pidlock_pidfile_close(pfh), 0);
-	ck_assert_int_eq(first_pid(path), pid);
-	put(down[1], 'c');
-	ck_assert_int_eq(reap(pid), 0);
-	ck_assert_int_eq(access(path, F_OK), -1);
-}
-END_TEST
-
-/* pidfile_remove() in the parent after the child wrote: refused, and
- * the child's file stays. */
-START_TEST(pidfile_remove_not_writer)
-{
-	struct pidlock_pidfh *pfh = pidlock_pidfile_open(path, 0644, NULL);
-	int up[2], down[2];
-	pid_t pid;
-
-	ck_assert_ptr_nonnull(pfh);
-	ck_assert_int_eq(pipe2(up, O_CLOEXEC), 0);
-	ck_assert_int_eq(pipe2(down, O_CLOEXEC), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		char c;
-
-		CHILD_CHECK(pidlock_pidfile_write(pfh) == 0);
-		CHILD_CHECK(write(up[1], "w", 1) == 1);
-		CHILD_CHECK(read(down[0], &c, 1) == 1);
-		CHILD_CHECK(first_pid(path) == getpid());
-		CHILD_CHECK(pidlock_pidfile_remove(pfh) == 0);
-		_exit(0);
-	}
-	ck_assert_int_eq(get(up[0]), 'w');
-	errno = 0;
-	ck_assert_int_eq(pidlock_pidfile_remove(pfh), -1);
-	ck_assert_int_eq(errno, EINVAL);
-	ck_assert_int_eq(first_pid(path), pid);
-	put(down[1], 'r');
-	ck_assert_int_eq(reap(pid), 0);
+	if (forked_writer(&c, pfh))
+		daemon_removes(pfh);
+	if (_i == 0)
+		ck_assert_int_eq(pidlock_pidfile_close(pfh), 0);
+	else
+		TU_ASSERT_ERRNO(pidlock_pidfile_remove(pfh), -1, EINVAL);
+	ck_assert_int_eq(first_pid(path), c.pid);
+	tu_tell(&c, 'c');
+	ck_assert_int_eq(tu_join(&c), 0);
 	ck_assert_int_eq(access(path, F_OK), -1);
 }
 END_TEST
@@ -658,51 +516,28 @@ START_TEST(pidfile_fileno_locks)
 }
 END_TEST
 
-/* Somebody deletes the pidfile and another file appears at the path:
- * write gives up, and remove never deletes the newcomer. */
+/*
+ * Somebody deletes the pidfile and another file appears at the path:
+ * write gives up (after which the handle is spent), remove refuses,
+ * and neither touches the newcomer.  Row 0 writes first, row 1 goes
+ * straight to remove.
+ */
+static const char *const newcomers[] = { "somebody else\n", "7\n" };
+
 START_TEST(pidfile_lost)
 {
 	struct pidlock_pidfh *pfh = pidlock_pidfile_open(path, 0644, NULL);
-	char buf[64];
-	int fd;
 
 	ck_assert_ptr_nonnull(pfh);
-	ck_assert_int_eq(unlink(path), 0);
-	fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, "somebody else\n", 14), 14);
-	close(fd);
-	errno = 0;
-	ck_assert_int_eq(pidlock_pidfile_write(pfh), -1);
-	ck_assert_int_eq(errno, ESTALE);
-	errno = 0;
-	ck_assert_int_eq(pidlock_pidfile_fileno(pfh), -1);
-	ck_assert_int_eq(errno, EINVAL);
-	errno = 0;
-	ck_assert_int_eq(pidlock_pidfile_remove(pfh), -1);
-	ck_assert_int_eq(errno, EINVAL);
-	slurp(path, buf, sizeof(buf));
-	ck_assert_str_eq(buf, "somebody else\n");
-}
-END_TEST
-
-START_TEST(pidfile_remove_after_break)
-{
-	struct pidlock_pidfh *pfh = pidlock_pidfile_open(path, 0644, NULL);
-	char buf[64];
-	int fd;
-
-	ck_assert_ptr_nonnull(pfh);
-	ck_assert_int_eq(unlink(path), 0);
-	fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, "7\n", 2), 2);
-	close(fd);
-	errno = 0;
-	ck_assert_int_eq(pidlock_pidfile_remove(pfh), -1);
-	ck_assert_int_eq(errno, ESTALE);
-	slurp(path, buf, sizeof(buf));
-	ck_assert_str_eq(buf, "7\n");
+	replace_file(newcomers[_i]);
+	if (_i == 0) {
+		TU_ASSERT_ERRNO(pidlock_pidfile_write(pfh), -1, ESTALE);
+		TU_ASSERT_ERRNO(pidlock_pidfile_fileno(pfh), -1, EINVAL);
+		TU_ASSERT_ERRNO(pidlock_pidfile_remove(pfh), -1, EINVAL);
+	} else {
+		TU_ASSERT_ERRNO(pidlock_pidfile_remove(pfh), -1, ESTALE);
+	}
+	ck_assert_str_eq(tu_read(path), newcomers[_i]);
 }
 END_TEST
 
@@ -716,12 +551,12 @@ START_TEST(pidfile_after_kill)
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		pfh = pidlock_pidfile_open(path, 0644, NULL);
-		CHILD_CHECK(pfh != NULL);
-		CHILD_CHECK(pidlock_pidfile_write(pfh) == 0);
+		TU_CHILD_CHECK(pfh != NULL);
+		TU_CHILD_CHECK(pidlock_pidfile_write(pfh) == 0);
 		raise(SIGKILL);
 		_exit(3);
 	}
-	ck_assert_int_eq(reap(pid), 128 + SIGKILL);
+	ck_assert_int_eq(tu_reap(pid), 128 + SIGKILL);
 	ck_assert_int_eq(first_pid(path), pid);
 	pfh = pidlock_pidfile_open(path, 0644, NULL);
 	ck_assert_ptr_nonnull(pfh);
@@ -773,9 +608,9 @@ START_TEST(refresher_keeps_fresh)
 	ck_assert_int_eq(pidlock_daemon_refresher_status(ref), 0);
 	ck_assert_int_eq(pidlock_daemon_refresher_stop(ref), 0);
 	/* Stopped means stopped: six intervals without a write. */
-	m = mtime_ns(path);
-	msleep(300);
-	ck_assert(mtime_ns(path) == m);
+	m = tu_mtime_ns(path);
+	tu_msleep(300);
+	ck_assert(tu_mtime_ns(path) == m);
 	ck_assert_int_eq(pidlock_release(lock), 0);
 	pidlock_free(lock);
 }
@@ -847,7 +682,7 @@ START_TEST(refresher_blocks_signals)
 	ck_assert_int_eq(pidlock_daemon_refresher_stop(ref), 0);
 	/* Joined; the kernel may list the task a moment longer. */
 	for (int i = 0; i < 250 && other_thread(); i++)
-		msleep(2);
+		tu_msleep(2);
 	ck_assert_int_eq(other_thread(), 0);
 	pidlock_free(lock);
 }
@@ -863,7 +698,7 @@ START_TEST(refresher_lost_lock)
 	ck_assert_int_eq(pidlock_daemon_refresher_start(&ref, lock, 20), 0);
 	ck_assert_int_eq(unlink(path), 0);
 	for (int i = 0; i < 250 && r == 0; i++) {
-		msleep(20);
+		tu_msleep(20);
 		r = pidlock_daemon_refresher_status(ref);
 	}
 	ck_assert_int_eq(r, -ESTALE);
@@ -883,9 +718,8 @@ START_TEST(refresher_across_fork)
 {
 	struct pidlock_refresher *ref;
 	struct pidlock *lock;
-	int up[2], down[2];
+	struct tu_child c;
 	long t0, t1;
-	pid_t pid;
 	int r = 0;
 
 	ck_assert_int_eq(pidlock_daemon_open(&lock, path, 0, 0, NULL), 0);
@@ -893,30 +727,25 @@ START_TEST(refresher_across_fork)
 	/* Fork only once the thread has refreshed: a thread still starting
 	 * up may hold a sanitizer allocator lock, which fork(2) would copy
 	 * locked into the child (seen under check-asan as a hung child). */
-	ck_assert(wait_mtime_change(mtime_ns(path)));
-	ck_assert_int_eq(pipe2(up, O_CLOEXEC), 0);
-	ck_assert_int_eq(pipe2(down, O_CLOEXEC), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
+	ck_assert(wait_mtime_change(tu_mtime_ns(path)));
+	if (tu_fork(&c) == 0) {
 		struct pidlock_refresher *mine;
-		char c;
 
-		CHILD_CHECK(pidlock_daemon_refresher_status(ref) == -ESRCH);
-		CHILD_CHECK(pidlock_daemon_refresher_stop(ref) == 0);
-		CHILD_CHECK(read(down[0], &c, 1) == 1);
+		TU_CHILD_CHECK(pidlock_daemon_refresher_status(ref) == -ESRCH);
+		TU_CHILD_CHECK(pidlock_daemon_refresher_stop(ref) == 0);
+		TU_CHILD_CHECK(tu_wait_parent(&c) == 'r');
 		/* Just after a parent refresh: its next one is an interval
 		 * away, so the rebind below lands between two. */
-		CHILD_CHECK(wait_mtime_change(mtime_ns(path)));
-		CHILD_CHECK(pidlock_daemon_rebind(lock) == 0);
-		CHILD_CHECK(write(up[1], "b", 1) == 1);
-		CHILD_CHECK(pidlock_daemon_refresher_start(&mine, lock, 50) == 0);
+		TU_CHILD_CHECK(wait_mtime_change(tu_mtime_ns(path)));
+		TU_CHILD_CHECK(pidlock_daemon_rebind(lock) == 0);
+		tu_signal(&c, 'b');
+		TU_CHILD_CHECK(pidlock_daemon_refresher_start(&mine, lock, 50) == 0);
 		t0 = key_value(path, "timestamp");
-		CHILD_CHECK(wait_key_change("timestamp", t0, &t1));
-		CHILD_CHECK(first_pid(path) == getpid());
-		CHILD_CHECK(read(down[0], &c, 1) == 1);
-		CHILD_CHECK(pidlock_daemon_refresher_stop(mine) == 0);
-		CHILD_CHECK(pidlock_release(lock) == 0);
+		TU_CHILD_CHECK(wait_key_change("timestamp", t0, &t1));
+		TU_CHILD_CHECK(first_pid(path) == getpid());
+		TU_CHILD_CHECK(tu_wait_parent(&c) == 'd');
+		TU_CHILD_CHECK(pidlock_daemon_refresher_stop(mine) == 0);
+		TU_CHILD_CHECK(pidlock_release(lock) == 0);
 		_exit(0);
 	}
 	/* The parent's thread still refreshes with the parent's pid. */
@@ -924,19 +753,19 @@ START_TEST(refresher_across_fork)
 	ck_assert(wait_key_change("timestamp", t0, &t1));
 	ck_assert_int_eq(key_value(path, "pid"), getpid());
 	ck_assert_int_eq(pidlock_daemon_refresher_status(ref), 0);
-	put(down[1], 'r');
-	ck_assert_int_eq(get(up[0]), 'b');
+	tu_tell(&c, 'r');
+	ck_assert_int_eq(tu_wait_signal(&c), 'b');
 	for (int i = 0; i < 250 && r == 0; i++) {
-		msleep(20);
+		tu_msleep(20);
 		r = pidlock_daemon_refresher_status(ref);
 	}
 	ck_assert_int_eq(r, -ESTALE);
-	ck_assert_int_eq(first_pid(path), pid);
-	ck_assert_int_eq(key_value(path, "pid"), pid);
+	ck_assert_int_eq(first_pid(path), c.pid);
+	ck_assert_int_eq(key_value(path, "pid"), c.pid);
 	ck_assert_int_eq(pidlock_daemon_refresher_stop(ref), -ESTALE);
 	ck_assert_int_eq(pidlock_close(lock), 0);
-	put(down[1], 'd');
-	ck_assert_int_eq(reap(pid), 0);
+	tu_tell(&c, 'd');
+	ck_assert_int_eq(tu_join(&c), 0);
 	ck_assert_int_eq(access(path, F_OK), -1);
 	pidlock_free(lock);
 }
@@ -945,17 +774,11 @@ END_TEST
 static Suite *daemon_suite(void)
 {
 	Suite *s = suite_create("daemon");
-	TCase *open = tcase_create("open");
-	TCase *rebind = tcase_create("rebind");
-	TCase *pidfile = tcase_create("pidfile");
-	TCase *refresher = tcase_create("refresher");
-	TCase *all[] = { open, rebind, pidfile, refresher };
+	TCase *open = tu_tcase(s, "open", setup, teardown, 30);
+	TCase *rebind = tu_tcase(s, "rebind", setup, teardown, 30);
+	TCase *pidfile = tu_tcase(s, "pidfile", setup, teardown, 30);
+	TCase *refresher = tu_tcase(s, "refresher", setup, teardown, 30);
 
-	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
-		tcase_add_checked_fixture(all[i], setup, teardown);
-		tcase_set_timeout(all[i], 30);
-		suite_add_tcase(s, all[i]);
-	}
 	tcase_add_test(open, open_writes_classic_record);
 	tcase_add_test(open, open_mode);
 	tcase_add_test(open, open_bad_args);
@@ -966,20 +789,17 @@ static Suite *daemon_suite(void)
 #ifdef HAVE_LIBBSD
 	tcase_add_test(open, open_busy_libbsd_holder);
 #endif
-	tcase_add_test(rebind, rebind_parent_close);
-	tcase_add_test(rebind, rebind_parent_free);
-	tcase_add_test(rebind, rebind_parent_close_early);
+	tcase_add_loop_test(rebind, rebind_handover, PARENT_CLOSE,
+			    PARENT_CLOSE_EARLY + 1);
 	tcase_add_test(rebind, rebind_after_parent_release);
 	tcase_add_test(rebind, rebind_bad_args);
 	tcase_add_test(pidfile, pidfile_null);
 	tcase_add_test(pidfile, pidfile_busy);
 	tcase_add_test(pidfile, pidfile_modes);
 	tcase_add_test(pidfile, pidfile_default_path);
-	tcase_add_test(pidfile, pidfile_fork_write);
-	tcase_add_test(pidfile, pidfile_remove_not_writer);
+	tcase_add_loop_test(pidfile, pidfile_fork_write, 0, 2);
 	tcase_add_test(pidfile, pidfile_fileno_locks);
-	tcase_add_test(pidfile, pidfile_lost);
-	tcase_add_test(pidfile, pidfile_remove_after_break);
+	tcase_add_loop_test(pidfile, pidfile_lost, 0, 2);
 	tcase_add_test(pidfile, pidfile_after_kill);
 	tcase_add_test(refresher, refresher_bad_args);
 	tcase_add_test(refresher, refresher_keeps_fresh);
@@ -991,18 +811,5 @@ static Suite *daemon_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	snprintf(base, sizeof(base), "/tmp/pidlock-daemon-unit.XXXXXX");
-	if (!mkdtemp(base)) {
-		perror("mkdtemp");
-		return 99;
-	}
-	sr = srunner_create(daemon_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	remove_tree(base);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	tu_run_suite(daemon_suite());
 }

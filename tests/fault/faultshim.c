@@ -186,10 +186,16 @@ static bool open_fails(const char *path, int flags, enum fault_fn fn)
 	return false;
 }
 
-#define OPEN_WRAPPER(name, fn) \
-EXPORT int name(const char *path, int flags, ...) \
+/*
+ * One wrapper for the open and the openat family: `params` is the
+ * wrapper's parameter list (ending in path, flags, ...), `types` the
+ * same without names, `args` the call of the real function.  The mode
+ * is read only where the flags say the caller passed one.
+ */
+#define WRAP_OPEN(name, fn, types, params, args) \
+EXPORT int name params \
 { \
-	REAL(int, name, (const char *, int, ...)); \
+	REAL(int, name, types); \
 	mode_t mode = 0; \
 	if (needs_mode(flags)) { \
 		va_list ap; \
@@ -199,24 +205,16 @@ EXPORT int name(const char *path, int flags, ...) \
 	} \
 	if (open_fails(path, flags, fn)) \
 		return -1; \
-	return real_##name(path, flags, mode); \
+	return real_##name args; \
 }
 
+#define OPEN_WRAPPER(name, fn) \
+	WRAP_OPEN(name, fn, (const char *, int, ...), \
+		  (const char *path, int flags, ...), (path, flags, mode))
 #define OPENAT_WRAPPER(name, fn) \
-EXPORT int name(int dfd, const char *path, int flags, ...) \
-{ \
-	REAL(int, name, (int, const char *, int, ...)); \
-	mode_t mode = 0; \
-	if (needs_mode(flags)) { \
-		va_list ap; \
-		va_start(ap, flags); \
-		mode = va_arg(ap, mode_t); \
-		va_end(ap); \
-	} \
-	if (open_fails(path, flags, fn)) \
-		return -1; \
-	return real_##name(dfd, path, flags, mode); \
-}
+	WRAP_OPEN(name, fn, (int, const char *, int, ...), \
+		  (int dfd, const char *path, int flags, ...), \
+		  (dfd, path, flags, mode))
 
 OPEN_WRAPPER(open, FAULT_OPEN)
 OPENAT_WRAPPER(openat, FAULT_OPENAT)

@@ -16,7 +16,6 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
@@ -25,15 +24,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <pidlock.h>
 
 #include "faultshim.h"
+#include "../testutil.h"
 
 #define MAX_NTH 24
 #define NOT_REACHED 10
@@ -55,32 +53,6 @@ static const char *const publish_names[] = {
 static const int errs[] = { ENOSPC, EIO, EINTR, FAULT_SHORT };
 
 static char dir[4096], path[4200];
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int n = 0;
-
-	ck_assert_msg(d != NULL, "/proc/self/fd: %s", strerror(errno));
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n - 1;	/* the DIR's own descriptor */
-}
-
-static int temp_files(void)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
-
-	ck_assert(d != NULL);
-	while ((de = readdir(d)))
-		n += strncmp(de->d_name, ".pidlock-tmp-", 13) == 0;
-	closedir(d);
-	return n;
-}
 
 static ssize_t read_path(char *buf, size_t size)
 {
@@ -118,31 +90,14 @@ static void plant_old_record(void)
 	close(fd);
 }
 
-/* Remove what a case left (only ever plain files); -errno on failure. */
-static int empty_dir(void)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int r = 0;
-
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-		    unlinkat(dirfd(d), de->d_name, 0) < 0)
-			r = -errno;
-	closedir(d);
-	return r;
-}
-
-/* An empty directory for each case. */
+/* An empty directory for each case, inside the test case's tu_base(). */
 static void fresh_dir(void)
 {
-	int r = empty_dir();
-
-	if (r == -ENOENT)
-		r = mkdir(dir, 0755) < 0 ? -errno : 0;
-	ck_assert_msg(r == 0, "%s: %s", dir, strerror(-r));
+	tu_fmt(dir, sizeof(dir), "%s/fault", tu_base());
+	tu_fmt(path, sizeof(path), "%s/lock", dir);
+	if (tu_exists(dir))
+		tu_rmtree(dir);
+	ck_assert_msg(mkdir(dir, 0755) == 0, "%s: %s", dir, strerror(errno));
 }
 
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); _exit(1); } while (0)
@@ -224,7 +179,7 @@ one_case(enum op op, int named, enum fault_fn fn, int nth, int err,
 	fault_notmpfile(named >= 2);
 	if (op == OP_TAKEOVER)
 		plant_old_record();
-	base = count_fds();
+	base = tu_count_fds();
 	r = pidlock_new(&lock, path, 0);
 	if (r < 0)
 		FAIL("pidlock_new: %s\n", strerror(-r));
@@ -242,10 +197,10 @@ one_case(enum op op, int named, enum fault_fn fn, int nth, int err,
 		FAIL("%s: failed but kept a descriptor\n", what);
 	check_path(op, r, what);
 	pidlock_free(lock);
-	if (count_fds() != base)
+	if (tu_count_fds() != base)
 		FAIL("%s: descriptors before %d, after %d\n", what, base,
-		     count_fds());
-	if (temp_files() && !unremovable_temp(err))
+		     tu_count_fds());
+	if (tu_has_temp(dir) && !unremovable_temp(err))
 		FAIL("%s: a temp file was left behind\n", what);
 	_exit(0);
 }
@@ -253,6 +208,24 @@ one_case(enum op op, int named, enum fault_fn fn, int nth, int err,
 static const char *err_name(int err)
 {
 	return err == FAULT_SHORT ? "short" : strerrorname_np(err);
+}
+
+/* One case in a process of its own: its exit status (0 for a pass,
+ * NOT_REACHED, or 128 + signal). */
+static int run_case(enum op op, int named, enum fault_fn fn, int nth, int err)
+{
+	char what[160];
+	pid_t pid;
+
+	tu_fmt(what, sizeof(what), "%s%s, %s #%d fails with %s",
+	       op_names[op], publish_names[named], fn_names[fn], nth,
+	       err_name(err));
+	fresh_dir();
+	pid = fork();
+	ck_assert(pid >= 0);
+	if (pid == 0)
+		one_case(op, named, fn, nth, err, what);
+	return tu_reap(pid);
 }
 
 /* Every call of fn in turn: 0 cases run when fn is never called. */
@@ -265,24 +238,12 @@ static int sweep(enum op op, int named, enum fault_fn fn, int *failed)
 		    fn != FAULT_PWRITE)
 			continue;
 		for (int nth = 1; nth <= MAX_NTH; nth++) {
-			char what[160];
-			pid_t pid;
-			int status;
+			int status = run_case(op, named, fn, nth, errs[e]);
 
-			snprintf(what, sizeof(what), "%s%s, %s #%d fails with %s",
-				 op_names[op], publish_names[named],
-				 fn_names[fn], nth, err_name(errs[e]));
-			fresh_dir();
-			pid = fork();
-			ck_assert(pid >= 0);
-			if (pid == 0)
-				one_case(op, named, fn, nth, errs[e], what);
-			ck_assert(waitpid(pid, &status, 0) == pid);
-			if (WIFEXITED(status) &&
-			    WEXITSTATUS(status) == NOT_REACHED)
+			if (status == NOT_REACHED)
 				break;
 			cases++;
-			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			if (status != 0)
 				(*failed)++;
 		}
 	}
@@ -333,7 +294,7 @@ static void publish_runs(enum fault_fn fn, bool no_rename, bool no_tmpfile,
 	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
 	ck_assert_msg(fault_calls() == want, "%s ran %d times", what,
 		      fault_calls());
-	ck_assert_int_eq(temp_files(), 0);
+	ck_assert(!tu_has_temp(dir));
 	ck_assert_int_eq(pidlock_verify(lock), 0);
 	ck_assert_int_eq(pidlock_release(lock), 0);
 	fault_disarm();
@@ -356,15 +317,6 @@ START_TEST(test_named_path_runs)
 }
 END_TEST
 
-static long cpu_ms(void)
-{
-	struct rusage ru;
-
-	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
-	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000L +
-	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000L;
-}
-
 /*
  * A full inotify watch quota (max_user_watches): every
  * inotify_add_watch(2) fails with ENOSPC, as the kernel says then.  A
@@ -376,7 +328,7 @@ START_TEST(test_wait_without_watches)
 	struct pidlock *lock;
 	long cpu, t0;
 	pid_t holder;
-	int fd, st;
+	int fd;
 
 	fresh_dir();
 	plant_old_record();
@@ -394,10 +346,10 @@ START_TEST(test_wait_without_watches)
 	usleep(100 * 1000);
 	fault_nowatch(1);
 	ck_assert_int_eq(pidlock_new(&lock, path, 0), 0);
-	cpu = cpu_ms();
+	cpu = tu_cpu_ms();
 	t0 = (long)time(NULL);
 	ck_assert_int_eq(pidlock_acquire(lock, 2000), -ETIMEDOUT);
-	cpu = cpu_ms() - cpu;
+	cpu = tu_cpu_ms() - cpu;
 	ck_assert_int_gt(fault_hits(), 0);
 	fault_nowatch(0);
 	printf("no inotify watches: %ld ms of CPU in a 2 s wait\n", cpu);
@@ -405,7 +357,7 @@ START_TEST(test_wait_without_watches)
 	ck_assert_int_ge((long)time(NULL) - t0, 1);
 	pidlock_free(lock);
 	kill(holder, SIGKILL);
-	ck_assert_int_eq(waitpid(holder, &st, 0), holder);
+	ck_assert_int_eq(tu_reap(holder), 128 + SIGKILL);
 }
 END_TEST
 
@@ -432,9 +384,8 @@ END_TEST
 static Suite *fault_suite(void)
 {
 	Suite *s = suite_create("fault");
-	TCase *tc = tcase_create("inject");
+	TCase *tc = tu_tcase(s, "inject", NULL, NULL, 120);
 
-	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_shim_injects);
 	tcase_add_test(tc, test_named_path_runs);
 	tcase_add_test(tc, test_wait_without_watches);
@@ -442,24 +393,10 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc, test_takeover);
 	tcase_add_test(tc, test_release);
 	tcase_add_test(tc, test_refresh);
-	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
-	const char *t = getenv("TMPDIR");
-	SRunner *sr;
-	int failed;
-
-	snprintf(dir, sizeof(dir), "%s/pidlock-fault-%ld", t && t[0] ? t : "/tmp",
-		 (long)getpid());
-	snprintf(path, sizeof(path), "%s/lock", dir);
-	sr = srunner_create(fault_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	if (empty_dir() == 0)
-		rmdir(dir);
-	return failed ? 1 : 0;
+	tu_run_suite(fault_suite());
 }

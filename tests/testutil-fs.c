@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The helper library, part two: scratch trees, files by content, and
+ * snapshots of a tree (testutil.h). */
 #define _GNU_SOURCE
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -9,32 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "hostile-util.h"
+#include "testutil.h"
 #include "internal.h"
 
 /* Bytes of each file that a snapshot hashes: enough for any lock file,
  * and it keeps the 1 GiB sparse case cheap. */
 #define HASH_SPAN ((off_t)1024 * 1024)
 
-int hu_fd_count(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int n = 0;
-
-	ck_assert_msg(d != NULL, "opendir /proc/self/fd: %s", strerror(errno));
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;	/* the directory stream's own descriptor */
-}
-
-char *hu_mkdtemp(const char *parent, const char *tag)
+char *tu_mkdtemp(const char *parent, const char *tag)
 {
 	const char *tmp = parent ? parent : getenv("TMPDIR");
 	char *path;
@@ -45,6 +31,42 @@ char *hu_mkdtemp(const char *parent, const char *tag)
 	ck_assert_msg(mkdtemp(path) != NULL, "mkdtemp %s: %s", path,
 		      strerror(errno));
 	return path;
+}
+
+static char *base;
+
+const char *tu_base(void)
+{
+	ck_assert_msg(base != NULL, "no tu_base_setup() fixture");
+	return base;
+}
+
+void tu_base_setup(void)
+{
+	base = tu_mkdtemp(NULL, "base");
+	/* Other users (test-hostile-nobody.sh) may pass through it. */
+	ck_assert_int_eq(chmod(base, 0711), 0);
+}
+
+void tu_base_teardown(void)
+{
+	tu_rmtree_quiet(base);
+	free(base);
+	base = NULL;
+}
+
+TCase *tu_tcase(Suite *s, const char *name, void (*setup)(void),
+		void (*teardown)(void), int timeout)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_unchecked_fixture(tc, tu_base_setup, tu_base_teardown);
+	if (setup || teardown)
+		tcase_add_checked_fixture(tc, setup, teardown);
+	if (timeout)
+		tcase_set_timeout(tc, timeout);
+	suite_add_tcase(s, tc);
+	return tc;
 }
 
 static int unlock_dir(const char *path, const struct stat *st, int type,
@@ -76,20 +98,20 @@ static int rm_quiet(const char *path, const struct stat *st, int type,
 	return 0;
 }
 
-void hu_rmtree_quiet(const char *path)
+void tu_rmtree_quiet(const char *path)
 {
 	(void)nftw(path, unlock_dir, 16, FTW_PHYS);
 	(void)nftw(path, rm_quiet, 16, FTW_PHYS | FTW_DEPTH);
 }
 
-void hu_rmtree(const char *path)
+void tu_rmtree(const char *path)
 {
 	(void)nftw(path, unlock_dir, 16, FTW_PHYS);
 	ck_assert_msg(nftw(path, rm_one, 16, FTW_PHYS | FTW_DEPTH) == 0,
 		      "cannot remove %s: %s", path, strerror(errno));
 }
 
-void hu_write_file(const char *path, const void *data, size_t len,
+void tu_write_file(const char *path, const void *data, size_t len,
 		   mode_t mode)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
@@ -106,7 +128,7 @@ void hu_write_file(const char *path, const void *data, size_t len,
 	ck_assert_int_eq(close(fd), 0);
 }
 
-char *hu_read_file(const char *path, size_t *len)
+char *tu_read_file(const char *path, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	struct stat st;
@@ -131,7 +153,7 @@ char *hu_read_file(const char *path, size_t *len)
 	return buf;
 }
 
-void hu_set_mtime(const char *path, int64_t sec)
+void tu_set_mtime(const char *path, int64_t sec)
 {
 	struct timespec ts[2] = {
 		{ .tv_sec = (time_t)sec, .tv_nsec = 0 },
@@ -187,7 +209,7 @@ static int snap_one(const char *path, const struct stat *st, int type,
 		goto add;
 	}
 	if (S_ISREG(st->st_mode)) {
-		hu_fmt(extra, sizeof(extra), "size=%lld mtime=%lld.%09ld "
+		tu_fmt(extra, sizeof(extra), "size=%lld mtime=%lld.%09ld "
 			 "ctime=%lld.%09ld hash=%016llx",
 			 (long long)st->st_size, (long long)st->st_mtim.tv_sec,
 			 st->st_mtim.tv_nsec, (long long)st->st_ctim.tv_sec,
@@ -198,7 +220,7 @@ static int snap_one(const char *path, const struct stat *st, int type,
 
 		extra[n > 0 ? n : 0] = '\0';
 	} else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
-		hu_fmt(extra, sizeof(extra), "rdev=%llx",
+		tu_fmt(extra, sizeof(extra), "rdev=%llx",
 			 (unsigned long long)st->st_rdev);
 	}
 	/* A directory's times change when a temp file comes and goes;
@@ -227,7 +249,7 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-char *hu_snapshot(const char *path)
+char *tu_snapshot(const char *path)
 {
 	size_t total = 1, i;
 	char *out, *p;
@@ -255,18 +277,18 @@ char *hu_snapshot(const char *path)
 	return out;
 }
 
-void hu_assert_same(const char *before, const char *after, const char *what)
+void tu_assert_same(const char *before, const char *after, const char *what)
 {
 	ck_assert_msg(strcmp(before, after) == 0,
 		      "%s changed the file system:\nbefore:\n%s\nafter:\n%s",
 		      what, before, after);
 }
 
-void hu_assert_unchanged(const char *path, char *before, const char *what)
+void tu_assert_unchanged(const char *path, char *before, const char *what)
 {
-	char *after = hu_snapshot(path);
+	char *after = tu_snapshot(path);
 
-	hu_assert_same(before, after, what);
+	tu_assert_same(before, after, what);
 	free(after);
 	free(before);
 }
@@ -283,40 +305,9 @@ static int temp_one(const char *path, const struct stat *st, int type,
 	return 0;
 }
 
-bool hu_has_temp(const char *dir)
+bool tu_has_temp(const char *dir)
 {
 	temp_found = 0;
 	(void)nftw(dir, temp_one, 16, FTW_PHYS);
 	return temp_found;
-}
-
-pid_t hu_dead_pid(void)
-{
-	int status;
-	pid_t pid = fork();
-
-	ck_assert(pid >= 0);
-	if (pid == 0)
-		_exit(0);
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	return pid;
-}
-
-long hu_pid_max(void)
-{
-	FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
-	long v = 0;
-
-	ck_assert(f != NULL);
-	ck_assert_int_eq(fscanf(f, "%ld", &v), 1);
-	(void)fclose(f);
-	return v;
-}
-
-int64_t hu_now(void)
-{
-	struct timespec ts;
-
-	ck_assert_int_eq(clock_gettime(CLOCK_REALTIME, &ts), 0);
-	return (int64_t)ts.tv_sec;
 }
