@@ -33,7 +33,7 @@ pid_t daemon_file_pid(int fd)
 {
 	char buf[CONTENT_READ_MAX];
 	struct content c;
-	ssize_t n = read_bounded(fd, buf, sizeof(buf));
+	ssize_t n = io_read_bounded(fd, buf, sizeof(buf));
 
 	if (n < 0)
 		return (pid_t)n;
