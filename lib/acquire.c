@@ -204,7 +204,7 @@ static int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 	}
 }
 
-PIDLOCK_EXPORT int pidlock_acquire(struct pidlock *lock, int timeout_ms)
+static int acquire(struct pidlock *lock, int timeout_ms)
 {
 	struct watch w = { .ifd = -2, .file_wd = -1, .dir_wd = -1,
 			   .file_failed = false };
@@ -235,4 +235,10 @@ PIDLOCK_EXPORT int pidlock_acquire(struct pidlock *lock, int timeout_ms)
 		lock->swept = true;
 	}
 	return r;
+}
+
+/* Only the codes of pidlock(3) ERRORS leave the library: see io.c. */
+PIDLOCK_EXPORT int pidlock_acquire(struct pidlock *lock, int timeout_ms)
+{
+	return io_rc_filter(acquire(lock, timeout_ms));
 }

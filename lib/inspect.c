@@ -129,8 +129,8 @@ static int unreadable(struct pidlock_info *info, const struct stat *st,
 	return 0;
 }
 
-PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
-				   unsigned int stale_sec)
+static int inspect(const char *path, struct pidlock_info *info,
+		   unsigned int stale_sec)
 {
 	char buf[CONTENT_READ_MAX];
 	enum pidlock_state state;
@@ -183,6 +183,12 @@ PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
 	inspect_fill_info(info, state, k, &c, &st);
 	info->kernel_pid = kpid;
 	return 0;
+}
+
+PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
+				   unsigned int stale_sec)
+{
+	return io_rc_filter(inspect(path, info, stale_sec));
 }
 
 PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,

@@ -116,6 +116,7 @@ int klock_probe_flock(int fd);
 int klock_drop(int fd, unsigned int kinds);
 
 /* io.c */
+int io_rc_filter(int r);
 ssize_t io_read_bounded(int fd, char *buf, size_t size);
 int io_write_content(int fd, const char *buf, size_t len, size_t old_len,
 		     bool sync);

@@ -11,6 +11,38 @@
 
 #include "internal.h"
 
+/*
+ * Every code an exported function may return, the table of pidlock(3)
+ * ERRORS (tests/test-errors.c holds the two equal).  EAGAIN is also
+ * EWOULDBLOCK, EOPNOTSUPP also ENOTSUP on Linux.
+ */
+static const int documented_errors[] = {
+	EACCES, EAGAIN, EALREADY, EBADMSG, EBUSY, EDEADLK, EDQUOT, EEXIST,
+	EINTR, EINVAL, EIO, EISDIR, ELOOP, EMFILE, EMLINK, ENAMETOOLONG,
+	ENFILE, ENODATA, ENOENT, ENOLCK, ENOMEM, ENOSPC, ENOTDIR, EOPNOTSUPP,
+	EOVERFLOW, EPERM, EROFS, ESRCH, ESTALE, ETIMEDOUT, ETXTBSY,
+};
+
+/*
+ * The export boundary's filter: a code of the table passes, any other
+ * negative value (an errno of a system call that the pages do not name,
+ * such as EUCLEAN from a damaged file system) becomes -EIO, which every
+ * caller already handles as "the system failed, the lock is not held
+ * or not changed", and which cannot be mistaken for a state of the lock
+ * (-EWOULDBLOCK, -ESTALE, -ENOLCK).  A loop over 31 ints, no system
+ * call: the acquire/release cycle stays as fast.
+ */
+int io_rc_filter(int r)
+{
+	if (r >= 0)
+		return r;
+	for (size_t i = 0; i < sizeof(documented_errors) /
+			       sizeof(documented_errors[0]); i++)
+		if (-r == documented_errors[i])
+			return r;
+	return -EIO;
+}
+
 /* A short read of a regular file means end of file: no second call. */
 ssize_t io_read_bounded(int fd, char *buf, size_t size)
 {

@@ -26,7 +26,7 @@ PIDLOCK_EXPORT int pidlock_verify(struct pidlock *lock)
 {
 	if (!lock)
 		return -EINVAL;
-	return check_held(lock);
+	return io_rc_filter(check_held(lock));
 }
 
 /* The length of the record in the held file, which a rewrite pads over
@@ -51,9 +51,9 @@ PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
 	r = check_held(lock);
 	if (r == 0)
 		r = held_length(lock, &old);
-	if (r < 0)
-		return r;
-	return io_write_record(lock, lock->fd, getpid(), lock->keep, old);
+	if (r == 0)
+		r = io_write_record(lock, lock->fd, getpid(), lock->keep, old);
+	return io_rc_filter(r);
 }
 
 static void forget(struct pidlock *lock)
@@ -76,7 +76,7 @@ PIDLOCK_EXPORT int pidlock_close(struct pidlock *lock)
 	if (close(lock->fd) < 0 && errno != EINTR)
 		r = -errno;
 	forget(lock);
-	return r;
+	return io_rc_filter(r);
 }
 
 /* No fork since the acquire began, and we are the process that wrote
@@ -157,5 +157,5 @@ PIDLOCK_EXPORT int pidlock_release(struct pidlock *lock)
 	if (close(lock->fd) < 0 && errno != EINTR && r == 0)
 		r = -errno;
 	forget(lock);
-	return r;
+	return io_rc_filter(r);
 }
