@@ -57,11 +57,10 @@ static enum pidlock_state classify(unsigned int kernel,
 	if (c->marker)
 		return c->released || c->exit_releases ? PIDLOCK_STATE_FREE
 						       : PIDLOCK_STATE_ABANDONED;
-	if (content_is_spec(c)) {
+	if (content_is_spec(c))
 		return inspect_spec_is_stale(c, stale_sec)
 			       ? PIDLOCK_STATE_STALE
 			       : PIDLOCK_STATE_HELD_SPEC;
-	}
 	/* Possibly a spec-only writer between create and write. */
 	if (io_grace_left_ms(st, PIDLOCK_DEFAULT_GRACE_MS) > 0)
 		return PIDLOCK_STATE_HELD_SPEC;

@@ -38,7 +38,7 @@ int io_rc_filter(int r)
 		return r;
 	for (size_t i = 0; i < sizeof(documented_errors) /
 			       sizeof(documented_errors[0]); i++)
-		if (-r == documented_errors[i])
+		if (r == -documented_errors[i])	/* -r could overflow */
 			return r;
 	return -EIO;
 }
