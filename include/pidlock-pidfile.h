@@ -12,8 +12,9 @@
 
 #include "pidlock.h"
 
-/* Also renames the declarations of <bsd/libutil.h> if that is included
- * later, which keeps both headers usable in one file. */
+/* The pidfile(3) names of the pidlock_pidfile_* functions.  Also renames
+ * the declarations of <bsd/libutil.h> if that is included later, which
+ * keeps both headers usable in one file.  See pidlock_pidfile_open(3). */
 #define pidfh pidlock_pidfh
 #define pidfile_open pidlock_pidfile_open
 #define pidfile_write pidlock_pidfile_write

@@ -3,9 +3,12 @@
  * libpidlock - file locks that never go stale and that other lockers
  * on the same path understand.
  *
- * All functions return 0 (or a non-negative value where documented) on
- * success and a negative errno value on failure.  Every code a function
- * can return is listed in its manual page; the codes are part of the API.
+ * Functions return 0 (or a non-negative value where documented) on
+ * success and a negative errno value on failure; the pidlock_pidfile_*
+ * ones follow pidfile(3) instead (-1 or NULL, and errno).  The codes are
+ * part of the API: they are those listed under ERRORS in pidlock(3), and
+ * each function's page says which it returns.  Any other error of a
+ * system call is returned as -EIO.  See pidlock(3).
  */
 #ifndef PIDLOCK_H
 #define PIDLOCK_H
@@ -111,57 +114,110 @@ struct pidlock_info {
 	uint32_t reserved[8];
 };
 
+/* Make a handle for the lock at path, with PIDLOCK_* flags; it holds
+ * nothing yet.  See pidlock_new(3). */
 int pidlock_new(struct pidlock **lockp, const char *path, unsigned int flags);
+/* Release the lock if the handle holds it, then free the handle.  See
+ * pidlock_free(3). */
 void pidlock_free(struct pidlock *lock);
 
+/* The text of the tag= line written with the record (cleaned, at most
+ * PIDLOCK_TAG_MAX bytes).  See pidlock_set_tag(3). */
 int pidlock_set_tag(struct pidlock *lock, const char *tag);
+/* The mode of a lock file the handle creates.  See pidlock_set_mode(3). */
 int pidlock_set_mode(struct pidlock *lock, mode_t mode);
+/* The age after which a spec-only holder's record is stale, if its pid
+ * is dead too.  See pidlock_set_stale_timeout(3). */
 int pidlock_set_stale_timeout(struct pidlock *lock, unsigned int seconds);
+/* The longest a wait sleeps between two looks at the path.  See
+ * pidlock_set_retry_interval(3). */
 int pidlock_set_retry_interval(struct pidlock *lock, unsigned int ms);
+/* How long an incomplete record is given to be written before it is
+ * taken over.  See pidlock_set_grace(3). */
 int pidlock_set_grace(struct pidlock *lock, unsigned int ms);
 
+/* Take the lock: timeout_ms 0 tries once, > 0 waits that long, < 0
+ * waits without a limit.  See pidlock_acquire(3). */
 int pidlock_acquire(struct pidlock *lock, int timeout_ms);
+/* Let go of the lock, removing the file if the record is still ours.
+ * See pidlock_release(3). */
 int pidlock_release(struct pidlock *lock);
+/* Close the held descriptor and leave the file as it is (a parent that
+ * hands the lock to a child).  See pidlock_close(3). */
 int pidlock_close(struct pidlock *lock);
+/* Rewrite the record with this process's pid and the time now.  See
+ * pidlock_refresh(3). */
 int pidlock_refresh(struct pidlock *lock);
+/* Whether the path still names the file the handle holds.  See
+ * pidlock_verify(3). */
 int pidlock_verify(struct pidlock *lock);
+/* The descriptor that holds the kernel locks.  See pidlock_fd(3). */
 int pidlock_fd(const struct pidlock *lock);
+/* The handle's path.  See pidlock_path(3). */
 const char *pidlock_path(const struct pidlock *lock);
+/* Who held the lock when the last acquire found it busy.  See
+ * pidlock_holder(3). */
 int pidlock_holder(const struct pidlock *lock, struct pidlock_info *info);
 
+/* What is at path and who holds it, without taking the lock; stale_sec
+ * 0 is the default.  See pidlock_inspect(3). */
 int pidlock_inspect(const char *path, struct pidlock_info *info,
 		    unsigned int stale_sec);
+/* The name of a state, such as "held"; NULL for an unknown value.  See
+ * pidlock_state_name(3). */
 const char *pidlock_state_name(enum pidlock_state state);
 
-/* ---- Daemons and pidfile(3) (lib/daemon.c, lib/pidfile.c) -----------
- * See pidlock_daemon_open(3), pidlock_daemon_refresher_start(3) and
- * pidlock_pidfile_open(3); <pidlock-pidfile.h> maps the pidfile_* names. */
+/* ---- Daemons and pidfile(3) --------------------------------------------
+ * <pidlock-pidfile.h> maps the pidfile_* names to the pidlock_pidfile_*
+ * functions below. */
 
 /** Directory of pidlock_daemon_open()'s default path, /run/NAME.pid. */
 #define PIDLOCK_DAEMON_RUNDIR "/run"
 /** A refresher interval well inside the default stale timeout. */
 #define PIDLOCK_DAEMON_REFRESH_MS 600000U
 
+/* Take a daemon's pidfile lock before it forks (path NULL: /run/NAME.pid);
+ * -EEXIST and *holder if another copy runs.  See pidlock_daemon_open(3). */
 int pidlock_daemon_open(struct pidlock **lockp, const char *path,
 			unsigned int flags, mode_t mode, pid_t *holder);
+/* In the forked child: write its pid, so the lock is the child's.  See
+ * pidlock_daemon_rebind(3). */
 int pidlock_daemon_rebind(struct pidlock *lock);
 
 /** Background refresher thread, see pidlock_daemon_refresher_start(3). */
 struct pidlock_refresher;
+/* Start a thread that refreshes the record every interval_ms.  See
+ * pidlock_daemon_refresher_start(3). */
 int pidlock_daemon_refresher_start(struct pidlock_refresher **refp,
 				   struct pidlock *lock,
 				   unsigned int interval_ms);
+/* The result of the thread's last refresh: 0, or its negative errno.
+ * See pidlock_daemon_refresher_status(3). */
 int pidlock_daemon_refresher_status(const struct pidlock_refresher *ref);
+/* Stop the thread and free it; returns its last status.  See
+ * pidlock_daemon_refresher_stop(3). */
 int pidlock_daemon_refresher_stop(struct pidlock_refresher *ref);
 
 /** pidfile(3) handle; <pidlock-pidfile.h> calls it struct pidfh. */
 struct pidlock_pidfh;
+/* pidfile_open(): take the pidfile lock; NULL and errno EEXIST (and
+ * *pidptr) if a daemon runs.  See pidlock_pidfile_open(3). */
 struct pidlock_pidfh *pidlock_pidfile_open(const char *path, mode_t mode,
 					   pid_t *pidptr);
+/* pidfile_write(): write this process's pid.  See
+ * pidlock_pidfile_write(3). */
 int pidlock_pidfile_write(struct pidlock_pidfh *pfh);
+/* pidfile_close(): close and free the handle, leaving the file (a parent
+ * or worker of the daemon).  See pidlock_pidfile_close(3). */
 int pidlock_pidfile_close(struct pidlock_pidfh *pfh);
+/* pidfile_remove(): remove the file if it names the caller, and free
+ * the handle.  See pidlock_pidfile_remove(3). */
 int pidlock_pidfile_remove(struct pidlock_pidfh *pfh);
+/* pidfile_fileno(): the descriptor that holds the lock.  See
+ * pidlock_pidfile_fileno(3). */
 int pidlock_pidfile_fileno(const struct pidlock_pidfh *pfh);
+/* The struct pidlock behind a handle, for the pidlock_* functions.  See
+ * pidlock_pidfile_handle(3). */
 struct pidlock *pidlock_pidfile_handle(struct pidlock_pidfh *pfh);
 /* ---- end of daemons and pidfile(3) ---------------------------------- */
 

@@ -86,7 +86,7 @@ static int check_fs(const struct pidlock *lock)
 		r = -ENOTSUP;
 	else if (!locks_exclude(lock, fd))
 		r = -ENOLCK;
-	close_keep_errno(fd);
+	io_close_keep_errno(fd);
 	return r;
 }
 
@@ -108,28 +108,28 @@ static int refuse_fs(struct pidlock *lock, int error)
 static int wait_busy(struct pidlock *lock, struct watch *w, int *fdp,
 		     int64_t deadline)
 {
-	int64_t left = deadline < 0 ? lock->retry_ms : deadline - now_ms();
+	int64_t left = deadline < 0 ? lock->retry_ms : deadline - io_now_ms();
 	struct stat st;
 	int r;
 
 	if (left <= 0)
 		return -ETIMEDOUT;
 	if (w->ifd == -2)
-		watch_init(w, lock->dir);
+		wait_init(w, lock->dir);
 	if (*fdp >= 0 && w->file_wd < 0 && !w->file_failed) {
-		if (watch_file(w, lock->path, WATCH_RELEASE) < 0) {
+		if (wait_watch_file(w, lock->path, WATCH_RELEASE) < 0) {
 			w->file_failed = true;
 		} else {
-			if (same_inode(lock->path, *fdp, &st) != 0)
-				drop_kept(w, fdp);
+			if (existing_same_inode(lock->path, *fdp, &st) != 0)
+				wait_drop_kept(w, fdp);
 			return 0;
 		}
 	}
-	r = watch_wait(w, lock->base, left, lock->retry_ms);
+	r = wait_for_event(w, lock->base, left, lock->retry_ms);
 	if (r < 0)
 		return r;
-	if (*fdp >= 0 && same_inode(lock->path, *fdp, &st) != 0)
-		drop_kept(w, fdp);
+	if (*fdp >= 0 && existing_same_inode(lock->path, *fdp, &st) != 0)
+		wait_drop_kept(w, fdp);
 	return 0;
 }
 
@@ -137,7 +137,7 @@ static int wait_busy(struct pidlock *lock, struct watch *w, int *fdp,
  * acquire past its time. */
 static int again_allowed(int64_t deadline, int *agains)
 {
-	if (deadline > 0 && now_ms() >= deadline)
+	if (deadline > 0 && io_now_ms() >= deadline)
 		return -ETIMEDOUT;
 	if (deadline == 0 && ++*agains > TRY_AGAIN_MAX)
 		return -EWOULDBLOCK;
@@ -158,7 +158,7 @@ static int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 			int *fdp)
 {
 	int64_t deadline = timeout_ms < 0 ? -1
-			 : timeout_ms == 0 ? 0 : now_ms() + timeout_ms;
+			 : timeout_ms == 0 ? 0 : io_now_ms() + timeout_ms;
 	int retries = 0, agains = 0;
 	bool busy = false;
 
@@ -180,12 +180,12 @@ static int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 			else if (r != -EEXIST)
 				return r;
 		}
-		r = try_existing(lock, deadline, fdp);
+		r = existing_try(lock, deadline, fdp);
 		busy = r == TRY_BUSY;
 		/* The descriptor the file watch was for is gone: our own
 		 * opens and closes of the next file must not wake us. */
 		if (*fdp < 0)
-			watch_unfile(w);
+			wait_unwatch_file(w);
 		if (r == TRY_AGAIN && create_err)
 			return create_err;
 		if (r < 0 || r == TRY_HELD_BY_US)
@@ -204,7 +204,7 @@ static int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 	}
 }
 
-PIDLOCK_EXPORT int pidlock_acquire(struct pidlock *lock, int timeout_ms)
+static int acquire(struct pidlock *lock, int timeout_ms)
 {
 	struct watch w = { .ifd = -2, .file_wd = -1, .dir_wd = -1,
 			   .file_failed = false };
@@ -220,10 +220,10 @@ PIDLOCK_EXPORT int pidlock_acquire(struct pidlock *lock, int timeout_ms)
 		return r;
 	lock->have_holder = false;
 	/* Before any open: a fork from here on may share what we lock. */
-	lock->gen = fork_generation();
+	lock->gen = self_fork_generation();
 	r = acquire_loop(lock, timeout_ms, &w, &fd);
-	drop_kept(&w, &fd);
-	watch_close(&w);
+	wait_drop_kept(&w, &fd);
+	wait_close(&w);
 	if (r == 0 && !lock->fs_checked) {
 		r = check_fs(lock);
 		if (r < 0)
@@ -231,8 +231,14 @@ PIDLOCK_EXPORT int pidlock_acquire(struct pidlock *lock, int timeout_ms)
 		lock->fs_checked = true;
 	}
 	if (r == 0 && !lock->swept) {
-		sweep_leftovers(lock);
+		leftover_sweep(lock);
 		lock->swept = true;
 	}
 	return r;
+}
+
+/* Only the codes of pidlock(3) ERRORS leave the library: see io.c. */
+PIDLOCK_EXPORT int pidlock_acquire(struct pidlock *lock, int timeout_ms)
+{
+	return io_rc_filter(acquire(lock, timeout_ms));
 }

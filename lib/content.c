@@ -201,7 +201,7 @@ static void parse_line(const char *s, const char *end, bool first, bool cut,
 	} else if (token_is(s, eq, "timestamp")) {
 		c->has_timestamp = parse_timestamp(eq + 1, end, &c->timestamp);
 	} else if (token_is(s, eq, "tag")) {
-		clean_tag(c->tag, sizeof(c->tag), eq + 1, (size_t)(end - eq - 1));
+		content_clean_tag(c->tag, sizeof(c->tag), eq + 1, (size_t)(end - eq - 1));
 	} else if (token_is(s, eq, "lock")) {
 		c->marker = parse_kinds(eq + 1, end);
 	} else if (token_is(s, eq, "keep")) {
@@ -272,24 +272,43 @@ static int known_key(const char *s, const char *end)
 	return KEY_NONE;
 }
 
-static bool all_digits(const char *s, const char *end)
+/* The classes of bytes the grammar's keys and values are made of.  Not
+ * <ctype.h>: its answers follow the caller's locale, the format does not. */
+enum { CH_DIGIT = 1, CH_LOWER = 2, CH_UPPER = 4, CH_UNDER = 8, CH_COMMA = 16 };
+
+static unsigned int char_class(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return CH_DIGIT;
+	if (ch >= 'a' && ch <= 'z')
+		return CH_LOWER;
+	if (ch >= 'A' && ch <= 'Z')
+		return CH_UPPER;
+	if (ch == '_')
+		return CH_UNDER;
+	return ch == ',' ? CH_COMMA : 0;
+}
+
+/* Is every byte of [s, end) of one of `classes`?  (Yes if it is empty.) */
+static bool all_of(const char *s, const char *end, unsigned int classes)
 {
 	for (; s < end; s++)
-		if (*s < '0' || *s > '9')
+		if (!(char_class(*s) & classes))
 			return false;
 	return true;
+}
+
+static bool all_digits(const char *s, const char *end)
+{
+	return all_of(s, end, CH_DIGIT);
 }
 
 /* Lower-case identifiers only: an .env file (FOO=bar) is not a record. */
 static bool key_shaped(const char *s, const char *end)
 {
-	if (s == end || end - s > 32 || *s < 'a' || *s > 'z')
+	if (s == end || end - s > 32 || char_class(*s) != CH_LOWER)
 		return false;
-	for (; s < end; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
-		      *s == '_'))
-			return false;
-	return true;
+	return all_of(s, end, CH_LOWER | CH_DIGIT | CH_UNDER);
 }
 
 /* Is [s, end) a prefix of "word"?  What a writer cut short may show. */
@@ -312,19 +331,14 @@ static bool cut_key_prefix(const char *s, const char *end)
 /* Words and commas, as a later version may name other kinds. */
 static bool kinds_ok(const char *s, const char *end)
 {
-	for (; s < end; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_' || *s == ','))
-			return false;
-	return true;
+	return all_of(s, end,
+		      CH_LOWER | CH_UPPER | CH_DIGIT | CH_UNDER | CH_COMMA);
 }
 
+/* release=: a lower-case word. */
 static bool word_ok(const char *s, const char *end)
 {
-	for (; s < end; s++)
-		if (*s < 'a' || *s > 'z')
-			return false;
-	return true;
+	return all_of(s, end, CH_LOWER);
 }
 
 struct grammar {
@@ -499,7 +513,7 @@ static bool is_control(const unsigned char *s, size_t n)
  * forge lines or terminal escapes) and invalid bytes become '?'.  Cuts at
  * a character boundary so the result stays valid.
  */
-void clean_tag(char *dst, size_t size, const char *src, size_t len)
+void content_clean_tag(char *dst, size_t size, const char *src, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)src;
 	size_t i = 0, o = 0;

@@ -77,7 +77,7 @@ static int open_named(struct pidlock *lock, pid_t pid, char *name,
 						    __ATOMIC_RELAXED);
 		int len = snprintf(name, size, "%s/" TMP_PREFIX "%ld-%u-%lx",
 				   lock->dir, (long)pid, n,
-				   (unsigned long)now_ms());
+				   (unsigned long)io_now_ms());
 		int fd;
 
 		if (len < 0 || (size_t)len >= size)
@@ -164,14 +164,10 @@ static int publish_rename(struct pidlock *lock, const char *tmp)
 
 static int prepare(struct pidlock *lock, int fd, pid_t pid, bool take_locks)
 {
-	bool keep = lock->flags & PIDLOCK_KEEP_FILE;
-	size_t len = content_format(lock->buf, sizeof(lock->buf), pid,
-				    now_sec(), lock->tag, lock->kinds,
-				    record_opts(lock, keep));
-	int r = write_content(fd, lock->buf, len, 0,
-			      !(lock->flags & PIDLOCK_NO_SYNC));
 	unsigned int busy = 0;
 	struct stat st;
+	int r = io_write_record(lock, fd, pid, lock->flags & PIDLOCK_KEEP_FILE,
+				0);
 
 	if (r < 0)
 		return r;
@@ -184,9 +180,6 @@ static int prepare(struct pidlock *lock, int fd, pid_t pid, bool take_locks)
 		return -errno;
 	lock->dev = st.st_dev;
 	lock->ino = st.st_ino;
-	lock->writer = pid;
-	lock->written = len;
-	lock->keep = keep;
 	return 0;
 }
 
@@ -204,7 +197,7 @@ static int create_named(struct pidlock *lock)
 		r = publish_rename(lock, tmp);
 	if (r < 0) {
 		discard_tmp(tmp);
-		close_keep_errno(fd);
+		io_close_keep_errno(fd);
 		return r;
 	}
 	lock->fd = fd;
@@ -222,7 +215,7 @@ static int create_unnamed(struct pidlock *lock)
 	if (r == 0)
 		r = publish_unnamed(lock, fd);
 	if (r < 0) {
-		close_keep_errno(fd);
+		io_close_keep_errno(fd);
 		return r;
 	}
 	lock->fd = fd;
@@ -246,7 +239,7 @@ static int create_in_place(struct pidlock *lock)
 		return -errno;
 	r = klock_take(fd, lock->kinds, false, &busy);
 	if (r == -EWOULDBLOCK) {
-		close_keep_errno(fd);
+		io_close_keep_errno(fd);
 		return -EEXIST;
 	}
 	if (r == 0)
@@ -254,7 +247,7 @@ static int create_in_place(struct pidlock *lock)
 	if (r < 0) {
 		if (busy == 0)
 			(void)unlink(lock->path);	/* held by us: ours */
-		close_keep_errno(fd);
+		io_close_keep_errno(fd);
 		return r;
 	}
 	lock->fd = fd;

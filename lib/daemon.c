@@ -3,7 +3,7 @@
  * Daemons: take the pidfile lock with classic-pidfile defaults before
  * daemonizing, hand it to the forked child, and optionally keep its
  * timestamp fresh from a thread.  Built on the public API only
- * (internal.h is included for PIDLOCK_EXPORT).
+ * (internal.h is included for PIDLOCK_EXPORT and io_rc_filter()).
  */
 #include "config.h"
 
@@ -33,7 +33,7 @@ pid_t daemon_file_pid(int fd)
 {
 	char buf[CONTENT_READ_MAX];
 	struct content c;
-	ssize_t n = read_bounded(fd, buf, sizeof(buf));
+	ssize_t n = io_read_bounded(fd, buf, sizeof(buf));
 
 	if (n < 0)
 		return (pid_t)n;
@@ -277,14 +277,14 @@ PIDLOCK_EXPORT int pidlock_daemon_refresher_start(
 	r = init_sync(ref);
 	if (r < 0) {
 		free(ref);
-		return r;
+		return io_rc_filter(r);
 	}
 	r = spawn(ref);
 	if (r < 0) {
 		pthread_mutex_destroy(&ref->mutex);
 		pthread_cond_destroy(&ref->cond);
 		free(ref);
-		return r;
+		return io_rc_filter(r);
 	}
 	*refp = ref;
 	return 0;
@@ -298,7 +298,7 @@ PIDLOCK_EXPORT int pidlock_daemon_refresher_status(
 	/* fork(2) copies the memory, never the thread. */
 	if (ref->owner != getpid())
 		return -ESRCH;
-	return __atomic_load_n(&ref->status, __ATOMIC_ACQUIRE);
+	return io_rc_filter(__atomic_load_n(&ref->status, __ATOMIC_ACQUIRE));
 }
 
 PIDLOCK_EXPORT int pidlock_daemon_refresher_stop(struct pidlock_refresher *ref)
@@ -320,10 +320,10 @@ PIDLOCK_EXPORT int pidlock_daemon_refresher_stop(struct pidlock_refresher *ref)
 	r = pthread_join(ref->thread, NULL);
 	/* Only a call from the thread itself fails; it still runs then. */
 	if (r)
-		return -r;
+		return io_rc_filter(-r);
 	r = __atomic_load_n(&ref->status, __ATOMIC_ACQUIRE);
 	pthread_mutex_destroy(&ref->mutex);
 	pthread_cond_destroy(&ref->cond);
 	free(ref);
-	return r;
+	return io_rc_filter(r);
 }

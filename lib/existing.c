@@ -18,15 +18,6 @@
 
 #define OPEN_EXISTING (O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
 
-int check_type(mode_t mode)
-{
-	if (S_ISREG(mode))
-		return 0;
-	if (S_ISLNK(mode))
-		return -ELOOP;
-	return S_ISDIR(mode) ? -EISDIR : -EINVAL;
-}
-
 /*
  * Like fs.protected_regular, for root daemons in /tmp: a file somebody
  * else planted in a world-writable sticky directory is not ours to
@@ -52,7 +43,7 @@ static int check_owner(const struct pidlock *lock, const struct stat *st)
  * drops the link count before the name, and a spec-only peer unlinks
  * without holding any lock.
  */
-int same_inode(const char *path, int fd, struct stat *st)
+int existing_same_inode(const char *path, int fd, struct stat *st)
 {
 	struct stat lst;
 
@@ -132,7 +123,7 @@ static void note_holder(struct pidlock *lock, enum pidlock_state state,
 			unsigned int kernel, const struct content *c,
 			const struct stat *st)
 {
-	fill_info(&lock->holder, state, kernel, c, st);
+	inspect_fill_info(&lock->holder, state, kernel, c, st);
 	lock->holder_dev = st->st_dev;
 	lock->holder_ino = st->st_ino;
 	lock->have_holder = true;
@@ -154,18 +145,9 @@ static void note_kernel_holder(struct pidlock *lock, int fd, unsigned int busy)
 	ofd = klock_query_ofd(fd, &ignored);
 	if (ofd > 0)
 		busy |= (unsigned int)ofd;
-	n = read_bounded(fd, buf, sizeof(buf));
+	n = io_read_bounded(fd, buf, sizeof(buf));
 	content_parse(buf, n > 0 ? (size_t)n : 0, &c);
 	note_holder(lock, PIDLOCK_STATE_HELD, busy, &c, &st);
-}
-
-static bool spec_is_stale(const struct pidlock *lock, const struct content *c)
-{
-	int64_t age = now_sec() - c->timestamp;
-
-	/* Spec command-line tools record a pid that exits at once, so a
-	 * dead pid alone never makes a lock stale; age alone neither. */
-	return age > (int64_t)lock->stale_sec && !pid_alive(c->pid);
 }
 
 /*
@@ -176,7 +158,7 @@ static int read_record(int fd, const struct stat *st, struct content *c,
 		       bool *lock_file)
 {
 	char buf[CONTENT_READ_MAX];
-	ssize_t n = read_bounded(fd, buf, sizeof(buf));
+	ssize_t n = io_read_bounded(fd, buf, sizeof(buf));
 
 	if (n < 0)
 		return (int)n;
@@ -202,8 +184,8 @@ static int wait_for_writer(struct pidlock *lock, int fd,
 			   const struct stat *st, struct content *c,
 			   int64_t deadline)
 {
-	int64_t left = grace_left_ms(st, lock->grace_ms);
-	int64_t until = now_ms() + left;
+	int64_t left = io_grace_left_ms(st, lock->grace_ms);
+	int64_t until = io_now_ms() + left;
 	bool lock_file;
 	struct watch w;
 	int r = 0;
@@ -213,8 +195,8 @@ static int wait_for_writer(struct pidlock *lock, int fd,
 	/* The caller's time limit comes first: a try-once does not wait. */
 	if (deadline >= 0 && deadline < until)
 		until = deadline;
-	watch_init(&w, NULL);
-	watch_file(&w, lock->path, WATCH_WRITES);
+	wait_init(&w, NULL);
+	wait_watch_file(&w, lock->path, WATCH_WRITES);
 	for (;;) {
 		struct stat now;
 
@@ -227,16 +209,16 @@ static int wait_for_writer(struct pidlock *lock, int fd,
 			r = -EBADMSG;
 		if (r < 0 || !incomplete(c))
 			break;
-		left = until - now_ms();
+		left = until - io_now_ms();
 		if (left <= 0) {
-			r = grace_left_ms(st, lock->grace_ms) > 0;
+			r = io_grace_left_ms(st, lock->grace_ms) > 0;
 			break;
 		}
-		r = watch_wait(&w, NULL, left, GRACE_POLL_MS);
+		r = wait_for_event(&w, NULL, left, GRACE_POLL_MS);
 		if (r < 0)
 			break;
 	}
-	watch_close(&w);
+	wait_close(&w);
 	return r;
 }
 
@@ -259,22 +241,14 @@ static bool must_keep(const struct pidlock *lock, const struct content *c)
 static int takeover(struct pidlock *lock, int fd, const struct stat *st,
 		    const struct content *c)
 {
-	pid_t pid = getpid();
-	bool keep = must_keep(lock, c);
-	size_t len = content_format(lock->buf, sizeof(lock->buf), pid,
-				    now_sec(), lock->tag, lock->kinds,
-				    record_opts(lock, keep));
-	int r = write_content(fd, lock->buf, len, (size_t)st->st_size,
-			      !(lock->flags & PIDLOCK_NO_SYNC));
+	int r = io_write_record(lock, fd, getpid(), must_keep(lock, c),
+				(size_t)st->st_size);
 
 	if (r < 0)
 		return r;
 	lock->fd = fd;
 	lock->dev = st->st_dev;
 	lock->ino = st->st_ino;
-	lock->writer = pid;
-	lock->written = len;
-	lock->keep = keep;
 	/* Its holder crashed: it may have left a temp file too. */
 	if (c->marker && !c->released)
 		lock->swept = false;
@@ -325,7 +299,8 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 	}
 	/* Rule B: a spec-only holder holds no kernel lock; only staleness
 	 * (old AND dead) frees it. */
-	if (!c.marker && content_is_spec(&c) && !spec_is_stale(lock, &c)) {
+	if (!c.marker && content_is_spec(&c) &&
+	    !inspect_spec_is_stale(&c, lock->stale_sec)) {
 		note_holder(lock, PIDLOCK_STATE_HELD_SPEC, 0, &c, st);
 		return TRY_BUSY;
 	}
@@ -335,7 +310,7 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 	/* The final inode check, whatever the kinds: the grace wait and the
 	 * test above take time, and a spec-only peer (no kernel lock) or a
 	 * holder of another kind may have replaced the file meanwhile. */
-	r = same_inode(lock->path, fd, st);
+	r = existing_same_inode(lock->path, fd, st);
 	if (r != 0)
 		return r < 0 ? r : TRY_AGAIN;
 	return takeover(lock, fd, st, &c);
@@ -349,7 +324,7 @@ static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	r = check_type(st.st_mode);
+	r = handle_check_type(st.st_mode);
 	if (r == 0)
 		r = check_owner(lock, &st);
 	if (r == 0)
@@ -358,7 +333,7 @@ static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
 		return r;
 	/* The inode check: a holder may have unlinked or replaced the file
 	 * after we opened it; then what we locked is not the lock. */
-	r = same_inode(lock->path, fd, &st);
+	r = existing_same_inode(lock->path, fd, &st);
 	if (r != 0)
 		return r < 0 ? r : TRY_AGAIN;
 	return decide(lock, fd, &st, deadline);
@@ -371,7 +346,7 @@ static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
  * back in *fdp so the wait can watch that inode; otherwise it is closed
  * or owned by the lock.
  */
-int try_existing(struct pidlock *lock, int64_t deadline, int *fdp)
+int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 {
 	unsigned int busy = 0;
 	int fd = *fdp;
@@ -396,6 +371,6 @@ int try_existing(struct pidlock *lock, int64_t deadline, int *fdp)
 		return TRY_BUSY;
 	}
 	if (r != TRY_HELD_BY_US)
-		close_keep_errno(fd);
+		io_close_keep_errno(fd);
 	return r;
 }

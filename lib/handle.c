@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 
@@ -18,7 +19,7 @@
 
 /* The path must name a file in a directory: not "", not "dir/", not
  * "." or "..", and it must fit PATH_MAX with its temp-file siblings. */
-int check_path(const char *path)
+int handle_check_path(const char *path)
 {
 	const char *base;
 	size_t len;
@@ -39,20 +40,22 @@ int check_path(const char *path)
 	return 0;
 }
 
-/* How this handle's records are written. */
-unsigned int record_opts(const struct pidlock *lock, bool keep)
+/*
+ * Only a regular file can be a lock file.  A symlink gets the answer
+ * open(2) with O_NOFOLLOW gives, so that one found by lstat(2) and one
+ * swapped in later are refused alike.
+ */
+int handle_check_type(mode_t mode)
 {
-	unsigned int opts = keep ? FMT_KEEP : 0;
-
-	if (lock->flags & PIDLOCK_PLAIN_PID)
-		opts |= FMT_PLAIN_PID;
-	if (lock->flags & PIDLOCK_EXIT_RELEASES)
-		opts |= FMT_EXIT_RELEASES;
-	return opts;
+	if (S_ISREG(mode))
+		return 0;
+	if (S_ISLNK(mode))
+		return -ELOOP;
+	return S_ISDIR(mode) ? -EISDIR : -EINVAL;
 }
 
 /* The directory part of path: "." for a bare name, "/" at the root. */
-char *dir_of(const char *path)
+char *handle_dir_of(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 
@@ -72,7 +75,7 @@ PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
 	if (!lockp)
 		return -EINVAL;
 	*lockp = NULL;
-	r = check_path(path);
+	r = handle_check_path(path);
 	if (r < 0)
 		return r;
 	if ((flags & ~ALL_FLAGS) || (flags & KIND_FLAGS) == KIND_FLAGS)
@@ -82,7 +85,7 @@ PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
 	if (!lock)
 		return -ENOMEM;
 	lock->path = strdup(path);
-	lock->dir = dir_of(path);
+	lock->dir = handle_dir_of(path);
 	if (!lock->path || !lock->dir) {
 		pidlock_free(lock);
 		return -ENOMEM;
@@ -118,7 +121,7 @@ PIDLOCK_EXPORT int pidlock_set_tag(struct pidlock *lock, const char *tag)
 		return -EINVAL;
 	if (!tag)
 		tag = "";
-	clean_tag(lock->tag, sizeof(lock->tag), tag, strlen(tag));
+	content_clean_tag(lock->tag, sizeof(lock->tag), tag, strlen(tag));
 	return 0;
 }
 

@@ -17,21 +17,34 @@
  * acquire that found the lock busy.  `state` is the caller's verdict
  * when it already knows one (an acquire does), else computed here.
  */
-void fill_info(struct pidlock_info *info, enum pidlock_state state,
-	       unsigned int kernel, const struct content *c,
-	       const struct stat *st)
+void inspect_fill_info(struct pidlock_info *info, enum pidlock_state state,
+		       unsigned int kernel, const struct content *c,
+		       const struct stat *st)
 {
 	memset(info, 0, sizeof(*info));
 	info->state = state;
 	/* A released record's pid is nobody's. */
 	info->pid = c->released ? 0 : c->pid ? c->pid : c->bare_pid;
-	info->pid_alive = info->pid > 0 ? pid_alive(info->pid) : -1;
+	info->pid_alive = info->pid > 0 ? io_pid_alive(info->pid) : -1;
 	info->has_timestamp = c->has_timestamp;
 	info->timestamp = c->timestamp;
 	info->kernel_locks = kernel;
 	info->marker = c->marker;
 	info->mtime = (int64_t)st->st_mtim.tv_sec;
 	memcpy(info->tag, c->tag, sizeof(info->tag));
+}
+
+/*
+ * Rule B: a spec-only record frees its lock only when it is older than
+ * stale_sec AND its pid is dead.  Spec command-line tools record a pid
+ * that exits at once, so a dead pid alone never frees it; age alone
+ * neither.  The one statement of the rule, for acquire and inspect.
+ */
+bool inspect_spec_is_stale(const struct content *c, unsigned int stale_sec)
+{
+	int64_t age = io_now_sec() - c->timestamp;
+
+	return age > (int64_t)stale_sec && !io_pid_alive(c->pid);
 }
 
 static enum pidlock_state classify(unsigned int kernel,
@@ -44,14 +57,12 @@ static enum pidlock_state classify(unsigned int kernel,
 	if (c->marker)
 		return c->released || c->exit_releases ? PIDLOCK_STATE_FREE
 						       : PIDLOCK_STATE_ABANDONED;
-	if (content_is_spec(c)) {
-		if (now_sec() - c->timestamp > (int64_t)stale_sec &&
-		    !pid_alive(c->pid))
-			return PIDLOCK_STATE_STALE;
-		return PIDLOCK_STATE_HELD_SPEC;
-	}
+	if (content_is_spec(c))
+		return inspect_spec_is_stale(c, stale_sec)
+			       ? PIDLOCK_STATE_STALE
+			       : PIDLOCK_STATE_HELD_SPEC;
 	/* Possibly a spec-only writer between create and write. */
-	if (grace_left_ms(st, PIDLOCK_DEFAULT_GRACE_MS) > 0)
+	if (io_grace_left_ms(st, PIDLOCK_DEFAULT_GRACE_MS) > 0)
 		return PIDLOCK_STATE_HELD_SPEC;
 	/* flock(1) and with-lock-ex leave an empty file when they finish;
 	 * what else is incomplete had a writer that did not. */
@@ -61,7 +72,7 @@ static enum pidlock_state classify(unsigned int kernel,
 /* No file is "free" only if the directory exists to hold one. */
 static int free_or_missing_dir(const char *path)
 {
-	char *dir = dir_of(path);
+	char *dir = handle_dir_of(path);
 	struct stat st;
 	int r;
 
@@ -110,15 +121,15 @@ static int unreadable(struct pidlock_info *info, const struct stat *st,
 	unsigned int k = kernel_locks(-1, st, &kpid);
 
 	memset(&none, 0, sizeof(none));
-	fill_info(info, k ? PIDLOCK_STATE_HELD : PIDLOCK_STATE_UNREADABLE, k,
-		  &none, st);
+	inspect_fill_info(info, k ? PIDLOCK_STATE_HELD
+				  : PIDLOCK_STATE_UNREADABLE, k, &none, st);
 	info->kernel_pid = kpid;
 	info->error = error;
 	return 0;
 }
 
-PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
-				   unsigned int stale_sec)
+static int inspect(const char *path, struct pidlock_info *info,
+		   unsigned int stale_sec)
 {
 	char buf[CONTENT_READ_MAX];
 	enum pidlock_state state;
@@ -133,12 +144,12 @@ PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
 		return -EINVAL;
 	memset(info, 0, sizeof(*info));
 	info->pid_alive = -1;
-	r = check_path(path);
+	r = handle_check_path(path);
 	if (r < 0)
 		return r;
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? free_or_missing_dir(path) : -errno;
-	r = check_type(st.st_mode);
+	r = handle_check_type(st.st_mode);
 	if (r < 0)
 		return r;
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
@@ -150,27 +161,33 @@ PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
 		return -ELOOP;
 	if (fd < 0)
 		return unreadable(info, &st, errno);
-	if (fstat(fd, &st) < 0 || (r = check_type(st.st_mode)) < 0) {
+	if (fstat(fd, &st) < 0 || (r = handle_check_type(st.st_mode)) < 0) {
 		r = r < 0 ? r : -errno;
-		close_keep_errno(fd);
+		io_close_keep_errno(fd);
 		return r;
 	}
-	n = read_bounded(fd, buf, sizeof(buf));
+	n = io_read_bounded(fd, buf, sizeof(buf));
 	if (n < 0) {
-		close_keep_errno(fd);
+		io_close_keep_errno(fd);
 		return unreadable(info, &st, (int)-n);
 	}
 	k = kernel_locks(fd, &st, &kpid);
-	close_keep_errno(fd);
+	io_close_keep_errno(fd);
 	content_parse(buf, (size_t)n, &c);
 	if (!content_is_lock_file(buf, (size_t)n, (int64_t)st.st_size))
 		state = PIDLOCK_STATE_NOT_LOCK_FILE;
 	else
 		state = classify(k, &c, &st, stale_sec ? stale_sec
 						: PIDLOCK_DEFAULT_STALE_SEC);
-	fill_info(info, state, k, &c, &st);
+	inspect_fill_info(info, state, k, &c, &st);
 	info->kernel_pid = kpid;
 	return 0;
+}
+
+PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
+				   unsigned int stale_sec)
+{
+	return io_rc_filter(inspect(path, info, stale_sec));
 }
 
 PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,

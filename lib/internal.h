@@ -86,6 +86,11 @@ struct watch {
 
 enum try_result { TRY_HELD_BY_US = 1, TRY_BUSY, TRY_AGAIN };
 
+/*
+ * Functions shared between files carry their file's name as a prefix,
+ * so that a call says where to look; static ones do not.
+ */
+
 /* content.c */
 #define FMT_PLAIN_PID 1U
 #define FMT_KEEP 2U
@@ -99,7 +104,7 @@ size_t content_format_released(char *buf, size_t size, int64_t now,
 void content_parse(const char *data, size_t len, struct content *c);
 bool content_is_lock_file(const char *data, size_t len, int64_t size);
 bool content_is_spec(const struct content *c);
-void clean_tag(char *dst, size_t size, const char *src, size_t len);
+void content_clean_tag(char *dst, size_t size, const char *src, size_t len);
 
 /* klock.c */
 int klock_take(int fd, unsigned int kinds, bool wait, unsigned int *busy);
@@ -111,47 +116,50 @@ int klock_probe_flock(int fd);
 int klock_drop(int fd, unsigned int kinds);
 
 /* io.c */
-ssize_t read_bounded(int fd, char *buf, size_t size);
-int write_content(int fd, const char *buf, size_t len, size_t old_len,
-		  bool sync);
-int64_t now_sec(void);
-int64_t now_ms(void);
-int64_t grace_left_ms(const struct stat *st, unsigned int grace_ms);
-bool pid_alive(pid_t pid);
-void close_keep_errno(int fd);
+int io_rc_filter(int r);
+ssize_t io_read_bounded(int fd, char *buf, size_t size);
+int io_write_content(int fd, const char *buf, size_t len, size_t old_len,
+		     bool sync);
+int io_write_record(struct pidlock *lock, int fd, pid_t pid, bool keep,
+		    size_t old_len);
+int64_t io_now_sec(void);
+int64_t io_now_ms(void);
+int64_t io_grace_left_ms(const struct stat *st, unsigned int grace_ms);
+bool io_pid_alive(pid_t pid);
+void io_close_keep_errno(int fd);
 
 /* handle.c */
-unsigned int record_opts(const struct pidlock *lock, bool keep);
-int check_path(const char *path);
-char *dir_of(const char *path);
+int handle_check_path(const char *path);
+int handle_check_type(mode_t mode);
+char *handle_dir_of(const char *path);
 
 /* create.c */
 int create_publish(struct pidlock *lock);
 
 /* existing.c */
-int check_type(mode_t mode);
-int same_inode(const char *path, int fd, struct stat *st);
-int try_existing(struct pidlock *lock, int64_t deadline, int *fdp);
+int existing_same_inode(const char *path, int fd, struct stat *st);
+int existing_try(struct pidlock *lock, int64_t deadline, int *fdp);
 
 /* self.c */
 void self_init(void);
-unsigned long fork_generation(void);
+unsigned long self_fork_generation(void);
 
 /* leftover.c */
-void sweep_leftovers(const struct pidlock *lock);
+void leftover_sweep(const struct pidlock *lock);
 
 /* inspect.c */
-void fill_info(struct pidlock_info *info, enum pidlock_state state,
-	       unsigned int kernel, const struct content *c,
-	       const struct stat *st);
+bool inspect_spec_is_stale(const struct content *c, unsigned int stale_sec);
+void inspect_fill_info(struct pidlock_info *info, enum pidlock_state state,
+		       unsigned int kernel, const struct content *c,
+		       const struct stat *st);
 
 /* wait.c */
-void watch_init(struct watch *w, const char *dir);
-int watch_file(struct watch *w, const char *path, uint32_t mask);
-void watch_unfile(struct watch *w);
-int watch_wait(struct watch *w, const char *base, int64_t timeout_ms,
-	       int64_t poll_ms);
-void watch_close(struct watch *w);
-void drop_kept(struct watch *w, int *fdp);
+void wait_init(struct watch *w, const char *dir);
+int wait_watch_file(struct watch *w, const char *path, uint32_t mask);
+void wait_unwatch_file(struct watch *w);
+int wait_for_event(struct watch *w, const char *base, int64_t timeout_ms,
+		   int64_t poll_ms);
+void wait_close(struct watch *w);
+void wait_drop_kept(struct watch *w, int *fdp);
 
 #endif

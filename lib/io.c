@@ -11,8 +11,40 @@
 
 #include "internal.h"
 
+/*
+ * Every code an exported function may return, the table of pidlock(3)
+ * ERRORS (tests/test-errors.c holds the two equal).  EAGAIN is also
+ * EWOULDBLOCK, EOPNOTSUPP also ENOTSUP on Linux.
+ */
+static const int documented_errors[] = {
+	EACCES, EAGAIN, EALREADY, EBADMSG, EBUSY, EDEADLK, EDQUOT, EEXIST,
+	EINTR, EINVAL, EIO, EISDIR, ELOOP, EMFILE, EMLINK, ENAMETOOLONG,
+	ENFILE, ENODATA, ENOENT, ENOLCK, ENOMEM, ENOSPC, ENOTDIR, EOPNOTSUPP,
+	EOVERFLOW, EPERM, EROFS, ESRCH, ESTALE, ETIMEDOUT, ETXTBSY,
+};
+
+/*
+ * The export boundary's filter: a code of the table passes, any other
+ * negative value (an errno of a system call that the pages do not name,
+ * such as EUCLEAN from a damaged file system) becomes -EIO, which every
+ * caller already handles as "the system failed, the lock is not held
+ * or not changed", and which cannot be mistaken for a state of the lock
+ * (-EWOULDBLOCK, -ESTALE, -ENOLCK).  A loop over 31 ints, no system
+ * call: the acquire/release cycle stays as fast.
+ */
+int io_rc_filter(int r)
+{
+	if (r >= 0)
+		return r;
+	for (size_t i = 0; i < sizeof(documented_errors) /
+			       sizeof(documented_errors[0]); i++)
+		if (r == -documented_errors[i])	/* -r could overflow */
+			return r;
+	return -EIO;
+}
+
 /* A short read of a regular file means end of file: no second call. */
-ssize_t read_bounded(int fd, char *buf, size_t size)
+ssize_t io_read_bounded(int fd, char *buf, size_t size)
 {
 	ssize_t n;
 
@@ -45,8 +77,8 @@ static int pwrite_all(int fd, const char *buf, size_t len)
  * record survives behind it.  Nothing is ever cut: a file longer than a
  * lock file can be is somebody's data, and was refused before this.
  */
-int write_content(int fd, const char *buf, size_t len, size_t old_len,
-		  bool sync)
+int io_write_content(int fd, const char *buf, size_t len, size_t old_len,
+		     bool sync)
 {
 	char padded[PIDLOCK_CONTENT_MAX];
 	int r;
@@ -67,7 +99,43 @@ int write_content(int fd, const char *buf, size_t len, size_t old_len,
 	return 0;
 }
 
-int64_t now_sec(void)
+/* The options a record of this handle is written with. */
+static unsigned int record_opts(const struct pidlock *lock, bool keep)
+{
+	unsigned int opts = keep ? FMT_KEEP : 0;
+
+	if (lock->flags & PIDLOCK_PLAIN_PID)
+		opts |= FMT_PLAIN_PID;
+	if (lock->flags & PIDLOCK_EXIT_RELEASES)
+		opts |= FMT_EXIT_RELEASES;
+	return opts;
+}
+
+/*
+ * The one writer of a holder's record (create, takeover, refresh): the
+ * record for `pid`, stamped now, over old_len bytes of an earlier one.
+ * What it wrote is noted in the handle, so that release can tell the
+ * record is still ours without reading it back.  The caller passes the
+ * pid it already has: getpid(2) is a system call, once per cycle.
+ */
+int io_write_record(struct pidlock *lock, int fd, pid_t pid, bool keep,
+		    size_t old_len)
+{
+	size_t len = content_format(lock->buf, sizeof(lock->buf), pid,
+				    io_now_sec(), lock->tag, lock->kinds,
+				    record_opts(lock, keep));
+	int r = io_write_content(fd, lock->buf, len, old_len,
+				 !(lock->flags & PIDLOCK_NO_SYNC));
+
+	if (r < 0)
+		return r;
+	lock->writer = pid;
+	lock->written = len;
+	lock->keep = keep;
+	return 0;
+}
+
+int64_t io_now_sec(void)
 {
 	struct timespec ts;
 
@@ -76,7 +144,7 @@ int64_t now_sec(void)
 	return (int64_t)ts.tv_sec;
 }
 
-int64_t now_ms(void)
+int64_t io_now_ms(void)
 {
 	struct timespec ts;
 
@@ -86,14 +154,14 @@ int64_t now_ms(void)
 }
 
 /* EPERM means the process exists but belongs to someone else. */
-bool pid_alive(pid_t pid)
+bool io_pid_alive(pid_t pid)
 {
 	if (pid <= 0)
 		return false;
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-void close_keep_errno(int fd)
+void io_close_keep_errno(int fd)
 {
 	int saved = errno;
 
@@ -110,7 +178,7 @@ void close_keep_errno(int fd)
  * clock) counts as "just written".  Any other mtime is no write: were a
  * far-future one "just written", each try would wait again, forever.
  */
-int64_t grace_left_ms(const struct stat *st, unsigned int grace_ms)
+int64_t io_grace_left_ms(const struct stat *st, unsigned int grace_ms)
 {
 	time_t span = (time_t)(grace_ms / 1000) + 1;
 	struct timespec ts;

@@ -49,7 +49,7 @@ static void sweep_one(int dfd, const char *name)
 	pid_t pid = creator_of(name);
 	int fd;
 
-	if (!pid || pid_alive(pid))
+	if (!pid || io_pid_alive(pid))
 		return;
 	/* Never open what is not a plain file: a device has side effects. */
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
@@ -63,10 +63,10 @@ static void sweep_one(int dfd, const char *name)
 	    fstatat(dfd, name, &again, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    again.st_dev == st.st_dev && again.st_ino == st.st_ino)
 		(void)unlinkat(dfd, name, 0);	/* litter either way */
-	close_keep_errno(fd);
+	io_close_keep_errno(fd);
 }
 
-void sweep_leftovers(const struct pidlock *lock)
+void leftover_sweep(const struct pidlock *lock)
 {
 	int saved = errno;
 	struct dirent *de;

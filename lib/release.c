@@ -26,41 +26,34 @@ PIDLOCK_EXPORT int pidlock_verify(struct pidlock *lock)
 {
 	if (!lock)
 		return -EINVAL;
-	return check_held(lock);
+	return io_rc_filter(check_held(lock));
 }
 
-/* Rewrite the record in place, padded over the old one. */
-static int rewrite(struct pidlock *lock, size_t len)
+/* The length of the record in the held file, which a rewrite pads over
+ * so that no byte of it survives behind the new one. */
+static int held_length(const struct pidlock *lock, size_t *len)
 {
 	struct stat st;
 
 	if (fstat(lock->fd, &st) < 0)
 		return -errno;
-	return write_content(lock->fd, lock->buf, len, (size_t)st.st_size,
-			     !(lock->flags & PIDLOCK_NO_SYNC));
+	*len = (size_t)st.st_size;
+	return 0;
 }
 
 PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
 {
-	pid_t pid;
-	size_t len;
+	size_t old;
 	int r;
 
 	if (!lock)
 		return -EINVAL;
-	pid = getpid();
 	r = check_held(lock);
-	if (r < 0)
-		return r;
-	len = content_format(lock->buf, sizeof(lock->buf), pid, now_sec(),
-			     lock->tag, lock->kinds,
-			     record_opts(lock, lock->keep));
-	r = rewrite(lock, len);
-	if (r < 0)
-		return r;
-	lock->writer = pid;
-	lock->written = len;
-	return 0;
+	if (r == 0)
+		r = held_length(lock, &old);
+	if (r == 0)
+		r = io_write_record(lock, lock->fd, getpid(), lock->keep, old);
+	return io_rc_filter(r);
 }
 
 static void forget(struct pidlock *lock)
@@ -83,14 +76,14 @@ PIDLOCK_EXPORT int pidlock_close(struct pidlock *lock)
 	if (close(lock->fd) < 0 && errno != EINTR)
 		r = -errno;
 	forget(lock);
-	return r;
+	return io_rc_filter(r);
 }
 
 /* No fork since the acquire began, and we are the process that wrote
  * last: nobody else can have written the record through this handle. */
 static bool record_is_ours(const struct pidlock *lock, pid_t self)
 {
-	return lock->gen != 0 && lock->gen == fork_generation() &&
+	return lock->gen != 0 && lock->gen == self_fork_generation() &&
 	       lock->writer == self;
 }
 
@@ -108,7 +101,7 @@ static bool file_names_us(const struct pidlock *lock)
 
 	if (record_is_ours(lock, self))
 		return true;
-	n = read_bounded(lock->fd, buf, sizeof(buf));
+	n = io_read_bounded(lock->fd, buf, sizeof(buf));
 	if (n < 0)
 		return false;
 	content_parse(buf, (size_t)n, &c);
@@ -119,9 +112,14 @@ static bool file_names_us(const struct pidlock *lock)
 static int mark_released(struct pidlock *lock)
 {
 	size_t len = content_format_released(lock->buf, sizeof(lock->buf),
-					     now_sec(), lock->kinds);
+					     io_now_sec(), lock->kinds);
+	size_t old;
+	int r = held_length(lock, &old);
 
-	return rewrite(lock, len);
+	if (r < 0)
+		return r;
+	return io_write_content(lock->fd, lock->buf, len, old,
+				!(lock->flags & PIDLOCK_NO_SYNC));
 }
 
 /*
@@ -159,5 +157,5 @@ PIDLOCK_EXPORT int pidlock_release(struct pidlock *lock)
 	if (close(lock->fd) < 0 && errno != EINTR && r == 0)
 		r = -errno;
 	forget(lock);
-	return r;
+	return io_rc_filter(r);
 }

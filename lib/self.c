@@ -34,7 +34,7 @@ void self_init(void)
 	(void)pthread_once(&once, register_handlers);
 }
 
-unsigned long fork_generation(void)
+unsigned long self_fork_generation(void)
 {
 	return __atomic_load_n(&generation, __ATOMIC_RELAXED);
 }

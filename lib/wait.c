@@ -17,7 +17,7 @@
 
 #include "internal.h"
 
-void watch_init(struct watch *w, const char *dir)
+void wait_init(struct watch *w, const char *dir)
 {
 	w->file_wd = -1;
 	w->dir_wd = -1;
@@ -30,16 +30,16 @@ void watch_init(struct watch *w, const char *dir)
 }
 
 /* Watch the inode now at path (not a symlink's target); 0 or -errno. */
-int watch_file(struct watch *w, const char *path, uint32_t mask)
+int wait_watch_file(struct watch *w, const char *path, uint32_t mask)
 {
 	if (w->ifd < 0)
 		return -EBADF;
-	watch_unfile(w);
+	wait_unwatch_file(w);
 	w->file_wd = inotify_add_watch(w->ifd, path, mask | IN_DONT_FOLLOW);
 	return w->file_wd < 0 ? -errno : 0;
 }
 
-void watch_unfile(struct watch *w)
+void wait_unwatch_file(struct watch *w)
 {
 	/* Fails with EINVAL once the inode is gone, which is just as good;
 	 * any watch left over dies with the inotify descriptor. */
@@ -49,10 +49,10 @@ void watch_unfile(struct watch *w)
 	w->ino = 0;
 }
 
-void watch_close(struct watch *w)
+void wait_close(struct watch *w)
 {
 	if (w->ifd >= 0)
-		close_keep_errno(w->ifd);
+		io_close_keep_errno(w->ifd);
 	w->ifd = -1;
 	w->file_wd = -1;
 	w->dir_wd = -1;
@@ -87,14 +87,14 @@ static int drain(struct watch *w, const char *base)
  * -EINTR if a signal handler ran (poll(2) is never restarted, whatever
  * SA_RESTART says).
  */
-int watch_wait(struct watch *w, const char *base, int64_t timeout_ms,
-	       int64_t poll_ms)
+int wait_for_event(struct watch *w, const char *base, int64_t timeout_ms,
+		   int64_t poll_ms)
 {
-	int64_t until = now_ms() + (timeout_ms < poll_ms ? timeout_ms : poll_ms);
+	int64_t until = io_now_ms() + (timeout_ms < poll_ms ? timeout_ms : poll_ms);
 
 	for (;;) {
 		struct pollfd pfd = { .fd = w->ifd, .events = POLLIN };
-		int64_t left = until - now_ms();
+		int64_t left = until - io_now_ms();
 		int n, hit;
 
 		if (left <= 0)
@@ -112,11 +112,11 @@ int watch_wait(struct watch *w, const char *base, int64_t timeout_ms,
 
 /* Stop watching a kept descriptor, then close it: in that order, so
  * our own close(2) does not wake the next wait. */
-void drop_kept(struct watch *w, int *fdp)
+void wait_drop_kept(struct watch *w, int *fdp)
 {
 	if (*fdp < 0)
 		return;
-	watch_unfile(w);
-	close_keep_errno(*fdp);
+	wait_unwatch_file(w);
+	io_close_keep_errno(*fdp);
 	*fdp = -1;
 }

@@ -44,9 +44,9 @@ nodes=$(sed -n 's/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_.]*\)[[:space:]]*{.*/\1/p' 
 [ -n "$nodes" ] || err "no version node found in $symfile"
 
 for s in $symbols; do
-	# doc/api.md indexes every exported function and its page.
-	grep -q "^| \`$s\` |" "$srcdir/doc/api.md" ||
-		err "$s is missing from doc/api.md"
+	# pidlock(3) indexes every exported function and its page.
+	grep -q "[ \"]$s\"\{0,1\} (3)" "$man/pidlock.3" ||
+		err "$s is missing from the index in pidlock(3)"
 	page=$man/$s.3
 	if [ ! -f "$page" ]; then
 		err "$s has no manual page ($page)"

@@ -220,21 +220,21 @@ START_TEST(tag_cleaning)
 	char out[PIDLOCK_TAG_MAX + 1];
 	char big[100000];
 
-	clean_tag(out, sizeof(out), "a\nb\rc\td\x7f" "e", 9);
+	content_clean_tag(out, sizeof(out), "a\nb\rc\td\x7f" "e", 9);
 	ck_assert_str_eq(out, "a?b?c?d?e");
-	clean_tag(out, sizeof(out), "caf\xc3\xa9 \xe2\x9c\x93", 9);
+	content_clean_tag(out, sizeof(out), "caf\xc3\xa9 \xe2\x9c\x93", 9);
 	ck_assert_str_eq(out, "caf\xc3\xa9 \xe2\x9c\x93");
-	clean_tag(out, sizeof(out), "\xff\xc3(\xed\xa0\x80\xc2\x85", 8);
+	content_clean_tag(out, sizeof(out), "\xff\xc3(\xed\xa0\x80\xc2\x85", 8);
 	ck_assert_str_eq(out, "?" "?(?" "?" "?" "?");
-	clean_tag(out, sizeof(out), "x\0y", 3);
+	content_clean_tag(out, sizeof(out), "x\0y", 3);
 	ck_assert_str_eq(out, "x?y");
 	memset(big, 'z', sizeof(big));
-	clean_tag(out, sizeof(out), big, sizeof(big));
+	content_clean_tag(out, sizeof(out), big, sizeof(big));
 	ck_assert_uint_eq(strlen(out), PIDLOCK_TAG_MAX);
 	/* A cut never splits a character. */
 	for (size_t i = 0; i + 1 < sizeof(big); i += 2)
 		memcpy(big + i, "\xc3\xa9", 2);
-	clean_tag(out, sizeof(out), big, sizeof(big));
+	content_clean_tag(out, sizeof(out), big, sizeof(big));
 	ck_assert_uint_eq(strlen(out), PIDLOCK_TAG_MAX - 1);
 }
 END_TEST

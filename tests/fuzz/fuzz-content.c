@@ -218,7 +218,7 @@ static void check_tag(const char *tag, const struct ref *r)
 		REQUIRE(n == want && memcmp(tag, raw, n) == 0);
 	}
 	/* Clean text stays as it is. */
-	clean_tag(again, sizeof(again), tag, n);
+	content_clean_tag(again, sizeof(again), tag, n);
 	REQUIRE(strcmp(again, tag) == 0);
 }
 
