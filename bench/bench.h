@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What the parts of make bench share: the lock path, timing, output. */
+#ifndef PIDLOCK_BENCH_H
+#define PIDLOCK_BENCH_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#define BENCH_MAX_SAMPLES 4096
+
+struct bench_opts {
+	const char *dir;	/* where the lock files live (tmpfs) */
+	const char *csv_dir;	/* NULL: no CSV files */
+	const char *wle;	/* with-lock-ex, or "" */
+	int batches, cycles, rounds;
+	double scale_seconds;	/* one throughput or herd point */
+	bool quick;
+};
+
+/* The lock file every part uses, inside a private directory. */
+extern char bench_path[4200];
+extern char bench_dir[4096];
+
+double bench_now_ns(void);
+__attribute__((noreturn)) void bench_die(const char *what, int err);
+double bench_median(const double *v, int n);
+/* A MAP_SHARED anonymous mapping, so forked players see one copy. */
+void *bench_shared(size_t size);
+void bench_unshare(void *p, size_t size);
+
+/* One CSV file in the results directory, or NULL when none is asked. */
+FILE *bench_csv(const struct bench_opts *o, const char *name,
+		const char *header);
+void bench_csv_close(FILE *f);
+
+void bench_cycles(const struct bench_opts *o);
+void bench_handoff(const struct bench_opts *o);
+void bench_throughput(const struct bench_opts *o);
+void bench_herd(const struct bench_opts *o);
+
+/* The bare fslock-guard steps, used as the baseline everywhere. */
+int bench_bare_take(void);
+void bench_bare_give(int fd);
+
+/* with-lock-ex's command in the hand-off part: note the time, exit. */
+int bench_stamp_exit(const char *file);
+
+#endif

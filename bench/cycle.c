@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The uncontended acquire+release cycle of each locker, interleaved
+ * batch by batch with the bare cycle; medians of per-batch means.
+ */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef HAVE_LIBBSD
+#include <bsd/libutil.h>
+#endif
+#ifdef HAVE_LIBLOCKFILE
+#include <lockfile.h>
+#endif
+
+#include <pidlock.h>
+
+#include "bench.h"
+
+struct subject {
+	const char *name;	/* for people */
+	const char *key;	/* for the CSV file and the plot */
+	void (*cycle)(void *);
+	void *arg;
+	double *mean;		/* one per batch, microseconds */
+	double median;
+};
+
+static void cycle_bare(void *arg)
+{
+	(void)arg;
+	bench_bare_give(bench_bare_take());
+}
+
+static void cycle_pidlock(void *arg)
+{
+	int r = pidlock_acquire(arg, 0);
+
+	if (r < 0 || (r = pidlock_release(arg)) < 0)
+		bench_die("pidlock", -r);
+}
+
+/* Where the time goes: creating the name and then writing (what a
+ * pidfile writer does) against publishing a written record (O_TMPFILE +
+ * linkat), which a reader can never see empty. */
+static const char record[] = "pid=1234\ntimestamp=1795255617\nlock=flock,ofd\n";
+
+static void cycle_create_write(void *arg)
+{
+	int fd = open(bench_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+	(void)arg;
+	if (fd < 0 || pwrite(fd, record, sizeof(record) - 1, 0) < 0 ||
+	    unlink(bench_path) < 0 || close(fd) < 0)
+		bench_die("create/write", errno);
+}
+
+static void cycle_tmpfile_link(void *arg)
+{
+	int fd = open(bench_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+
+	(void)arg;
+	if (fd < 0 || pwrite(fd, record, sizeof(record) - 1, 0) < 0 ||
+	    linkat(fd, "", AT_FDCWD, bench_path, AT_EMPTY_PATH) < 0 ||
+	    unlink(bench_path) < 0 || close(fd) < 0)
+		bench_die("tmpfile/linkat", errno);
+}
+
+#ifdef HAVE_LIBLOCKFILE
+static void cycle_lockfile(void *arg)
+{
+	(void)arg;
+	if (lockfile_create(bench_path, 0, 0) != L_SUCCESS)
+		bench_die("lockfile_create", errno);
+	if (lockfile_remove(bench_path) < 0)
+		bench_die("lockfile_remove", errno);
+}
+#endif
+
+#ifdef HAVE_LIBBSD
+static void cycle_bsd(void *arg)
+{
+	struct pidfh *ph = pidfile_open(bench_path, 0644, NULL);
+
+	(void)arg;
+	if (!ph || pidfile_write(ph) < 0)
+		bench_die("pidfile_open/write", errno);
+	if (pidfile_remove(ph) < 0)
+		bench_die("pidfile_remove", errno);
+}
+#endif
+
+static void run_batches(struct subject *s, int n, int batches, int cycles)
+{
+	for (int i = 0; i < n; i++)	/* warm up caches and dentries */
+		for (int c = 0; c < cycles / 4; c++)
+			s[i].cycle(s[i].arg);
+	for (int b = 0; b < batches; b++) {
+		for (int i = 0; i < n; i++) {
+			double t0 = bench_now_ns();
+
+			for (int c = 0; c < cycles; c++)
+				s[i].cycle(s[i].arg);
+			s[i].mean[b] = (bench_now_ns() - t0) / cycles / 1000.0;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		s[i].median = bench_median(s[i].mean, batches);
+}
+
+static void add(struct subject *s, int *n, const char *name, const char *key,
+		void (*cycle)(void *), void *arg)
+{
+	memset(&s[*n], 0, sizeof(s[*n]));
+	s[*n].name = name;
+	s[*n].key = key;
+	s[*n].cycle = cycle;
+	s[*n].arg = arg;
+	(*n)++;
+}
+
+static struct pidlock *new_lock(const char *path, unsigned int flags)
+{
+	struct pidlock *l;
+	int r = pidlock_new(&l, path, flags);
+
+	if (r < 0)
+		bench_die("pidlock_new", -r);
+	return l;
+}
+
+static int add_peers(struct subject *s, int n)
+{
+#ifdef HAVE_LIBLOCKFILE
+	add(s, &n, "liblockfile create/remove", "liblockfile",
+	    cycle_lockfile, NULL);
+#else
+	printf("  liblockfile: not found at configure time, skipped\n");
+#endif
+#ifdef HAVE_LIBBSD
+	add(s, &n, "libbsd pidfile open/write/remove", "libbsd",
+	    cycle_bsd, NULL);
+#else
+	printf("  libbsd: not found at configure time, skipped\n");
+#endif
+	return n;
+}
+
+static void print(const struct subject *s, int n, FILE *csv)
+{
+	for (int i = 0; i < n; i++) {
+		printf("  %-40s %8.2f us  %5.2fx baseline\n", s[i].name,
+		       s[i].median, s[i].median / s[0].median);
+		if (csv)
+			fprintf(csv, "%s,%.3f,%.4f\n", s[i].key, s[i].median,
+				s[i].median / s[0].median);
+	}
+}
+
+/* The default, synced cycle: free on tmpfs, a device flush on a disk
+ * (ext4 under /var/tmp here); fewer cycles there. */
+static void synced(const struct bench_opts *o, const char *dir, FILE *csv)
+{
+	char dtmpl[4200], dpath[4300];
+	struct subject s[2];
+	double mean[2][BENCH_MAX_SAMPLES];
+	int n = 0, batches = o->batches < 11 ? o->batches : 11;
+	struct pidlock *fast, *slow;
+
+	snprintf(dtmpl, sizeof(dtmpl), "%s/pidlock-bench.XXXXXX", dir);
+	if (!mkdtemp(dtmpl)) {
+		printf("  %s: %s, synced cycle skipped\n", dir, strerror(errno));
+		return;
+	}
+	snprintf(dpath, sizeof(dpath), "%s/bench.lock", dtmpl);
+	fast = new_lock(dpath, PIDLOCK_NO_SYNC);
+	slow = new_lock(dpath, 0);
+	add(s, &n, "  PIDLOCK_NO_SYNC", "nosync", cycle_pidlock, fast);
+	add(s, &n, "  default (fdatasync)", "fdatasync", cycle_pidlock, slow);
+	s[0].mean = mean[0];
+	s[1].mean = mean[1];
+	run_batches(s, n, batches, o->cycles / 100 + 1);
+	printf("  pidlock in %s:\n", dir);
+	for (int i = 0; i < n; i++) {
+		printf("  %-40s %8.2f us\n", s[i].name, s[i].median);
+		if (csv)
+			fprintf(csv, "%s,%s,%.3f\n", dir, s[i].key, s[i].median);
+	}
+	pidlock_free(fast);
+	pidlock_free(slow);
+	if (rmdir(dtmpl) < 0)
+		bench_die(dtmpl, errno);
+}
+
+void bench_cycles(const struct bench_opts *o)
+{
+	struct subject s[8];
+	double (*mean)[BENCH_MAX_SAMPLES] = calloc(8, sizeof(*mean));
+	struct pidlock *fast = new_lock(bench_path, PIDLOCK_NO_SYNC);
+	FILE *csv = bench_csv(o, "cycle.csv", "subject,median_us,ratio");
+	int n = 0;
+
+	if (!mean)
+		bench_die("calloc", ENOMEM);
+	printf("\nuncontended acquire+release, %d batches x %d cycles, "
+	       "median of batch means:\n", o->batches, o->cycles);
+	add(s, &n, "bare flock cycle (baseline)", "bare", cycle_bare, NULL);
+	add(s, &n, "pidlock, PIDLOCK_NO_SYNC", "pidlock", cycle_pidlock, fast);
+	n = add_peers(s, n);
+	add(s, &n, "  part: create, write, unlink, close", "create-write",
+	    cycle_create_write, NULL);
+	add(s, &n, "  part: O_TMPFILE, write, linkat, ...", "tmpfile-linkat",
+	    cycle_tmpfile_link, NULL);
+	for (int i = 0; i < n; i++)
+		s[i].mean = mean[i];
+	run_batches(s, n, o->batches, o->cycles);
+	print(s, n, csv);
+	bench_csv_close(csv);
+	pidlock_free(fast);
+	free(mean);
+
+	csv = bench_csv(o, "synced.csv", "dir,subject,median_us");
+	synced(o, o->dir, csv);
+	synced(o, "/var/tmp", csv);
+	bench_csv_close(csv);
+}
