@@ -125,7 +125,7 @@ struct team {
 /* Bounded, so that a waiter notices the end of the run by itself. */
 static void futex_wait(int *word, int val)
 {
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = 10 * 1000 * 1000 };
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = 10000000L };
 
 	(void)syscall(SYS_futex, word, FUTEX_WAIT, val, &ts, NULL, 0);
 }

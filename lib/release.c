@@ -43,7 +43,7 @@ static int held_length(const struct pidlock *lock, size_t *len)
 
 PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
 {
-	size_t old;
+	size_t old = 0;
 	int r;
 
 	if (!lock)
@@ -113,7 +113,7 @@ static int mark_released(struct pidlock *lock)
 {
 	size_t len = content_format_released(lock->buf, sizeof(lock->buf),
 					     io_now_sec(), lock->kinds);
-	size_t old;
+	size_t old = 0;
 	int r = held_length(lock, &old);
 
 	if (r < 0)
