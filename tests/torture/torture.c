@@ -221,7 +221,6 @@ static struct {
 	long restarts;
 	long bad_exits;
 	int jfd;
-	bool stopping;
 	const char *failure;	/* first thing that went wrong */
 } S;
 
@@ -403,7 +402,7 @@ static bool shown_yet(void)
 
 static void storm(void)
 {
-	int64_t start = mono_ns(), now = start;
+	int64_t start = mono_ns(), now;
 	int64_t end = start + (int64_t)(S.o.duration * 1e9);
 	int64_t next_kill = S.o.kill_rate > 0 ? start + next_kill_gap() : -1;
 	int64_t next_look = start;
