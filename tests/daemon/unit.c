@@ -553,7 +553,7 @@ START_TEST(pidfile_after_kill)
 		pfh = pidlock_pidfile_open(path, 0644, NULL);
 		TU_CHILD_CHECK(pfh != NULL);
 		TU_CHILD_CHECK(pidlock_pidfile_write(pfh) == 0);
-		(void)raise(SIGKILL);
+		(void)kill(getpid(), SIGKILL);
 		_exit(3);
 	}
 	ck_assert_int_eq(tu_reap(pid), 128 + SIGKILL);
