@@ -118,10 +118,13 @@ static void *real(const char *name)
 	return p;
 }
 
+/* args is a parameter type list, which parentheses would break. */
+/* NOLINTBEGIN(bugprone-macro-parentheses) */
 #define REAL(type, name, args) \
 	static type (*real_##name) args; \
 	if (!real_##name) \
 		real_##name = (type (*) args)real(#name)
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 /* Is this the call to fail?  Sets errno when it is. */
 static bool inject(enum fault_fn fn, bool *shorten)

@@ -37,6 +37,9 @@ static const char *rel(const char *path)
 	return *path ? path : ".";
 }
 
+/* A statement, not an expression: "RET(call);" answers FUSE with the
+ * call's result as FUSE wants it (0 or -errno). */
+/* NOLINTNEXTLINE(bugprone-macro-parentheses) */
 #define RET(expr) return (expr) < 0 ? -errno : 0
 
 static void *nameino_init(struct fuse_conn_info *conn, struct fuse_config *cfg)

@@ -578,9 +578,11 @@ static void print_latency(const char *what, int64_t *v, long n)
 		printf("  kill -> next holder (%s): no such kills\n", what);
 		return;
 	}
+	long mid = n / 2;
+
 	qsort(v, (size_t)n, sizeof(*v), cmp_i64);
 	printf("  kill -> next holder (%s, n=%ld): median %.2f ms, max %.2f ms\n",
-	       what, n, (double)v[n / 2] / 1e6, (double)v[n - 1] / 1e6);
+	       what, n, (double)v[mid] / 1e6, (double)v[n - 1] / 1e6);
 }
 
 static void print_participants(const struct kill_stat *ks)
@@ -759,7 +761,7 @@ static void build_slots(void)
 			add_slot(m->kinds[i]);
 	while (m->fill[nfill] != END)
 		nfill++;
-	while (S.nslots < S.o.procs)
+	while (nfill > 0 && S.nslots < S.o.procs)
 		add_slot(m->fill[f++ % nfill]);
 }
 
@@ -835,7 +837,7 @@ static void remove_dir(void)
 	if (!d)
 		return;
 	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
 			unlinkat(dirfd(d), de->d_name, 0);
 	closedir(d);
 	rmdir(S.cfg.dir);
