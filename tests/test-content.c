@@ -241,23 +241,23 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("content");
-	TCase *tc = tcase_create("format");
+	const struct tu_case cases[] = {
+		{ format_record, 1 },
+		{ format_longest, 1 },
+		{ parse_spec_record, 1 },
+		{ parse_crlf_blank_spaces, 1 },
+		{ parse_lone_cr, 1 },
+		{ parse_unknown_keys_and_no_equals, 1 },
+		{ parse_duplicates, 1 },
+		{ parse_bare_pid, 1 },
+		{ parse_bad_pids, 1 },
+		{ parse_timestamps, 1 },
+		{ parse_marker, 1 },
+		{ parse_bom, 1 },
+		{ parse_binary, 1 },
+		{ tag_cleaning, 1 },
+		{ NULL, 0 },
+	};
 
-	tcase_add_test(tc, format_record);
-	tcase_add_test(tc, format_longest);
-	tcase_add_test(tc, parse_spec_record);
-	tcase_add_test(tc, parse_crlf_blank_spaces);
-	tcase_add_test(tc, parse_lone_cr);
-	tcase_add_test(tc, parse_unknown_keys_and_no_equals);
-	tcase_add_test(tc, parse_duplicates);
-	tcase_add_test(tc, parse_bare_pid);
-	tcase_add_test(tc, parse_bad_pids);
-	tcase_add_test(tc, parse_timestamps);
-	tcase_add_test(tc, parse_marker);
-	tcase_add_test(tc, parse_bom);
-	tcase_add_test(tc, parse_binary);
-	tcase_add_test(tc, tag_cleaning);
-	suite_add_tcase(s, tc);
-	tu_run_suite(s);
+	tu_run_cases("content", "format", 0, cases);
 }

@@ -884,23 +884,21 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("guards");
-	TCase *tc = tcase_create("guards");
+	const struct tu_case cases[] = {
+		{ recheck_after_other_kinds, 1 },
+		{ exec_does_not_carry_lock, 1 },
+		{ probe_leaves_other_kind_free, 1 },
+		{ single_kind_holders_exclude, 1 },
+		{ repair_removes_only_own_temp, 1 },
+		{ refresh_never_torn, 1 },
+		{ lease_does_not_hang, 1 },
+		{ fifo_swapped_in_late, 1 },
+		{ inspect_symlink_swapped_in_late, 1 },
+		{ nlink_zero_is_gone, 1 },
+		{ published_record_complete, 1 },
+		{ takeover_timestamp_is_now, 1 },
+		{ NULL, 0 },
+	};
 
-	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, recheck_after_other_kinds);
-	tcase_add_test(tc, exec_does_not_carry_lock);
-	tcase_add_test(tc, probe_leaves_other_kind_free);
-	tcase_add_test(tc, single_kind_holders_exclude);
-	tcase_add_test(tc, repair_removes_only_own_temp);
-	tcase_add_test(tc, refresh_never_torn);
-	tcase_add_test(tc, lease_does_not_hang);
-	tcase_add_test(tc, fifo_swapped_in_late);
-	tcase_add_test(tc, inspect_symlink_swapped_in_late);
-	tcase_add_test(tc, nlink_zero_is_gone);
-	tcase_add_test(tc, published_record_complete);
-	tcase_add_test(tc, takeover_timestamp_is_now);
-	suite_add_tcase(s, tc);
-	tu_run_suite(s);
+	tu_run_cases("guards", "guards", 30, cases);
 }

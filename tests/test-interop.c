@@ -398,18 +398,16 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("interop");
-	TCase *tc = tcase_create("peers");
+	const struct tu_case cases[] = {
+		{ spec_peer_counter, 1 },
+		{ refresh_keeps_spec_peers_away, 1 },
+		{ with_lock_ex_counter, 1 },
+		{ with_lock_ex_excludes, 1 },
+		{ flock1_keep_file_counter, 1 },
+		{ flock1_excludes, 1 },
+		{ libbsd_pidfile, 1 },
+		{ NULL, 0 },
+	};
 
-	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, spec_peer_counter);
-	tcase_add_test(tc, refresh_keeps_spec_peers_away);
-	tcase_add_test(tc, with_lock_ex_counter);
-	tcase_add_test(tc, with_lock_ex_excludes);
-	tcase_add_test(tc, flock1_keep_file_counter);
-	tcase_add_test(tc, flock1_excludes);
-	tcase_add_test(tc, libbsd_pidfile);
-	suite_add_tcase(s, tc);
-	tu_run_suite(s);
+	tu_run_cases("interop", "peers", 60, cases);
 }

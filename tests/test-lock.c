@@ -873,42 +873,40 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("lock");
-	TCase *tc = tcase_create("protocol");
+	const struct tu_case cases[] = {
+		{ acquire_writes_record, 1 },
+		{ plain_pid_first_line, 1 },
+		{ two_handles_one_process, 1 },
+		{ flock_holder_excludes, 1 },
+		{ fcntl_holder_excludes, 1 },
+		{ we_exclude_both_families, 1 },
+		{ kind_flags, 1 },
+		{ mixed_flags_exclude, 1 },
+		{ sigkill_holder_next_gets_it_at_once, 1 },
+		{ spec_holder_rules, 1 },
+		{ grace_waits_for_spec_writer, 1 },
+		{ grace_then_takeover, 1 },
+		{ bare_live_pid_taken_over, 1 },
+		{ inode_check_after_unlink, 1 },
+		{ fork_release_pid_check, 1 },
+		{ daemonize_flow, 1 },
+		{ broken_lock_reported, 1 },
+		{ refresh_in_place, 1 },
+		{ takeover_pads_old_length, 1 },
+		{ keep_file_mode, 1 },
+		{ timestamp_is_acquisition_time, 1 },
+		{ symlink_refused, 1 },
+		{ hard_link_refused, 1 },
+		{ temp_link_leftover_repaired, 1 },
+		{ non_regular_refused, 1 },
+		{ unsafe_dir_refused, 1 },
+		{ foreign_owner_in_sticky_dir, 1 },
+		{ existing_file_in_readonly_dir, 1 },
+		{ setters, 1 },
+		{ inspect_states, 1 },
+		{ no_fd_leak, 1 },
+		{ NULL, 0 },
+	};
 
-	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
-	tcase_set_timeout(tc, 20);
-	tcase_add_test(tc, acquire_writes_record);
-	tcase_add_test(tc, plain_pid_first_line);
-	tcase_add_test(tc, two_handles_one_process);
-	tcase_add_test(tc, flock_holder_excludes);
-	tcase_add_test(tc, fcntl_holder_excludes);
-	tcase_add_test(tc, we_exclude_both_families);
-	tcase_add_test(tc, kind_flags);
-	tcase_add_test(tc, mixed_flags_exclude);
-	tcase_add_test(tc, sigkill_holder_next_gets_it_at_once);
-	tcase_add_test(tc, spec_holder_rules);
-	tcase_add_test(tc, grace_waits_for_spec_writer);
-	tcase_add_test(tc, grace_then_takeover);
-	tcase_add_test(tc, bare_live_pid_taken_over);
-	tcase_add_test(tc, inode_check_after_unlink);
-	tcase_add_test(tc, fork_release_pid_check);
-	tcase_add_test(tc, daemonize_flow);
-	tcase_add_test(tc, broken_lock_reported);
-	tcase_add_test(tc, refresh_in_place);
-	tcase_add_test(tc, takeover_pads_old_length);
-	tcase_add_test(tc, keep_file_mode);
-	tcase_add_test(tc, timestamp_is_acquisition_time);
-	tcase_add_test(tc, symlink_refused);
-	tcase_add_test(tc, hard_link_refused);
-	tcase_add_test(tc, temp_link_leftover_repaired);
-	tcase_add_test(tc, non_regular_refused);
-	tcase_add_test(tc, unsafe_dir_refused);
-	tcase_add_test(tc, foreign_owner_in_sticky_dir);
-	tcase_add_test(tc, existing_file_in_readonly_dir);
-	tcase_add_test(tc, setters);
-	tcase_add_test(tc, inspect_states);
-	tcase_add_test(tc, no_fd_leak);
-	suite_add_tcase(s, tc);
-	tu_run_suite(s);
+	tu_run_cases("lock", "protocol", 20, cases);
 }

@@ -935,36 +935,29 @@ START_TEST(sigkill_storm_leaves_no_temp)
 }
 END_TEST
 
-static Suite *rules_suite(void)
-{
-	Suite *s = suite_create("rules");
-	TCase *tc = tcase_create("rules");
-
-	tcase_set_timeout(tc, 60);
-	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
-	tcase_add_test(tc, final_check_after_grace);
-	tcase_add_loop_test(tc, release_frees_forked_worker, 0, 2);
-	tcase_add_test(tc, release_frees_descriptor_copy);
-	tcase_add_test(tc, daemonize_close_then_release);
-	tcase_add_test(tc, parent_release_after_child_refresh);
-	tcase_add_test(tc, no_spin_kept_fd_then_spec_holder);
-	tcase_add_test(tc, no_spin_four_waiters);
-	tcase_add_test(tc, spec_holder_no_temp_per_poll);
-	tcase_add_test(tc, deadline_holds_against_churn);
-	tcase_add_test(tc, lease_is_busy_not_error);
-	tcase_add_loop_test(tc, user_file_never_changed, 0, UF_NFILES);
-	tcase_add_test(tc, locker_leftovers_taken);
-	tcase_add_test(tc, keep_rule);
-	tcase_add_test(tc, flock1_waiter_not_orphaned);
-	tcase_add_test(tc, exit_releases_reads_free);
-	tcase_add_test(tc, holder_fd_shows_path);
-	tcase_add_test(tc, dead_temp_files_swept);
-	tcase_add_test(tc, sigkill_storm_leaves_no_temp);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
 int main(void)
 {
-	tu_run_suite(rules_suite());
+	const struct tu_case cases[] = {
+		{ final_check_after_grace, 1 },
+		{ release_frees_forked_worker, 2 },
+		{ release_frees_descriptor_copy, 1 },
+		{ daemonize_close_then_release, 1 },
+		{ parent_release_after_child_refresh, 1 },
+		{ no_spin_kept_fd_then_spec_holder, 1 },
+		{ no_spin_four_waiters, 1 },
+		{ spec_holder_no_temp_per_poll, 1 },
+		{ deadline_holds_against_churn, 1 },
+		{ lease_is_busy_not_error, 1 },
+		{ user_file_never_changed, UF_NFILES },
+		{ locker_leftovers_taken, 1 },
+		{ keep_rule, 1 },
+		{ flock1_waiter_not_orphaned, 1 },
+		{ exit_releases_reads_free, 1 },
+		{ holder_fd_shows_path, 1 },
+		{ dead_temp_files_swept, 1 },
+		{ sigkill_storm_leaves_no_temp, 1 },
+		{ NULL, 0 },
+	};
+
+	tu_run_cases("rules", "rules", 60, cases);
 }

@@ -322,20 +322,18 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("wait");
-	TCase *tc = tcase_create("wait");
+	const struct tu_case cases[] = {
+		{ blocking_wakes_on_release, 1 },
+		{ timed_wakes_on_release, 1 },
+		{ timed_times_out, 1 },
+		{ eintr_without_sa_restart, 1 },
+		{ sa_restart_keeps_waiting, 1 },
+		{ spec_holder_removal_wakes, 1 },
+		{ spec_holder_polled, 1 },
+		{ counter_exact, 1 },
+		{ counter_with_sigkill, 1 },
+		{ NULL, 0 },
+	};
 
-	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, blocking_wakes_on_release);
-	tcase_add_test(tc, timed_wakes_on_release);
-	tcase_add_test(tc, timed_times_out);
-	tcase_add_test(tc, eintr_without_sa_restart);
-	tcase_add_test(tc, sa_restart_keeps_waiting);
-	tcase_add_test(tc, spec_holder_removal_wakes);
-	tcase_add_test(tc, spec_holder_polled);
-	tcase_add_test(tc, counter_exact);
-	tcase_add_test(tc, counter_with_sigkill);
-	suite_add_tcase(s, tc);
-	tu_run_suite(s);
+	tu_run_cases("wait", "wait", 30, cases);
 }
