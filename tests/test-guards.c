@@ -589,21 +589,6 @@ END_TEST
 
 /* ---- 6. O_NONBLOCK on the open of an existing file ------------------- */
 
-/* Holds a read lease on path until told 'R'; ignores the lease break. */
-static int lease_holder(struct tu_child *c, void *arg)
-{
-	int fd = open(arg, O_RDONLY | O_CLOEXEC);
-
-	signal(SIGIO, SIG_IGN);
-	if (fd < 0)
-		return 2;
-	if (fcntl(fd, F_SETLEASE, F_RDLCK) < 0)
-		return 3;
-	tu_signal(c, 'L');
-	tu_wait_parent(c);
-	return 0;
-}
-
 static int try_acquire(struct tu_child *c, void *arg)
 {
 	struct pidlock *l;
@@ -644,11 +629,9 @@ START_TEST(lease_does_not_hang)
 	int r;
 
 	abandoned(p);
-	tu_spawn(&c, lease_holder, (void *)(uintptr_t)p);
-	if (tu_wait_signal(&c) != 'L') {
-		/* Leases refused here (file system, fs.leases-enable). */
-		fprintf(stderr, "lease_does_not_hang: no lease (status %d), "
-			"not tested\n", tu_join(&c));
+	if (!tu_lease(&c, p)) {
+		fprintf(stderr, "lease_does_not_hang: no lease here, "
+			"not tested\n");
 		return;
 	}
 	r = acquire_within_2s(p);

@@ -409,28 +409,6 @@ START_TEST(grace_then_takeover)
 }
 END_TEST
 
-static int waiter(struct tu_child *c, void *arg)
-{
-	struct pidlock *l;
-	int r;
-
-	if (pidlock_new(&l, arg, PIDLOCK_NO_SYNC) < 0)
-		return 2;
-	tu_signal(c, 'S');
-	if (tu_wait_parent(c) != 'G')
-		return 4;
-	r = pidlock_acquire(l, -1);
-	if (r < 0)
-		return 10 + (-r % 100);
-	/* The inode check: what we hold is the file at the path. */
-	if (pidlock_verify(l) != 0)
-		return 3;
-	tu_signal(c, 'L');
-	tu_wait_parent(c);
-	pidlock_free(l);
-	return 0;
-}
-
 /* The inode check.  The waiter blocks in flock on the holder's inode;
  * the holder unlinks it and closes.  The waiter then holds kernel locks
  * on a file that is no longer the lock: it must start again, and end up
@@ -443,8 +421,7 @@ START_TEST(inode_check_after_unlink)
 
 	/* Spawned before we lock: a child forked while we hold would
 	 * share our open file description, and so our lock. */
-	tu_spawn(&c, waiter, p);
-	ck_assert_int_eq(tu_wait_signal(&c), 'S');
+	tu_waiter(&c, p, PIDLOCK_NO_SYNC);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	tu_tell(&c, 'G');
 	usleep(100 * 1000);	/* let it block on our inode */

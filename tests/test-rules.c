@@ -120,6 +120,39 @@ END_TEST
 
 /* ---- release and forked sharers --------------------------------------- */
 
+/* Says `ready`, releases when told 'R', says 'F' and waits to be let go:
+ * the end of every holder below. */
+static int release_when_told(struct tu_child *c, struct pidlock *l, char ready)
+{
+	tu_signal(c, ready);
+	if (tu_wait_parent(c) != 'R' || pidlock_release(l) < 0)
+		return 4;
+	tu_signal(c, 'F');
+	tu_wait_parent(c);
+	return 0;
+}
+
+/* A waiter blocked on path gets the lock once holder h, told 'R', says
+ * it has released, and not before; then both are let go. */
+static void waiter_freed_by(struct tu_child *h, const char *path,
+			    const char *what)
+{
+	struct tu_child w;
+
+	tu_waiter(&w, path, 0);
+	tu_tell(&w, 'G');
+	/* blocked in flock(2) on the holder's inode */
+	ck_assert_int_eq(signal_within(&w, 200), 0);
+	tu_tell(h, 'R');
+	ck_assert_int_eq(tu_wait_signal(h), 'F');
+	ck_assert_msg(signal_within(&w, 2000) == 'L',
+		      "the blocked waiter still waits on %s", what);
+	tu_tell(&w, 'X');
+	ck_assert_int_eq(tu_join(&w), 0);
+	tu_tell(h, 'X');
+	ck_assert_int_eq(tu_join(h), 0);
+}
+
 struct worker_hold {
 	const char *path;
 	bool refresh;		/* refresh after the fork, before release */
@@ -144,28 +177,10 @@ static int holder_with_worker(struct tu_child *c, void *arg)
 	}
 	if (wh->refresh && pidlock_refresh(l) < 0)
 		return 5;
-	tu_signal(c, 'L');
-	if (tu_wait_parent(c) != 'R' || pidlock_release(l) < 0)
+	if (release_when_told(c, l, 'L') != 0)
 		return 4;
-	tu_signal(c, 'F');
-	tu_wait_parent(c);
 	kill(worker, SIGKILL);
 	waitpid(worker, NULL, 0);
-	pidlock_free(l);
-	return 0;
-}
-
-static int blocking_waiter(struct tu_child *c, void *arg)
-{
-	struct pidlock *l;
-
-	if (pidlock_new(&l, arg, 0) < 0)
-		return 2;
-	tu_signal(c, 'W');
-	if (pidlock_acquire(l, -1) < 0)
-		return 3;
-	tu_signal(c, 'L');
-	tu_wait_parent(c);
 	pidlock_free(l);
 	return 0;
 }
@@ -178,22 +193,11 @@ START_TEST(release_frees_forked_worker)
 	char *p = tu_path("a.lock");
 	/* _i 1: a refresh after the fork must not hide it. */
 	struct worker_hold wh = { p, _i == 1 };
-	struct tu_child h, w;
+	struct tu_child h;
 
 	tu_spawn(&h, holder_with_worker, &wh);
 	ck_assert_int_eq(tu_wait_signal(&h), 'L');
-	tu_spawn(&w, blocking_waiter, p);
-	ck_assert_int_eq(tu_wait_signal(&w), 'W');
-	usleep(200 * 1000);	/* blocked in flock(2) on the old inode */
-	ck_assert_int_eq(signal_within(&w, 0), 0);
-	tu_tell(&h, 'R');
-	ck_assert_int_eq(tu_wait_signal(&h), 'F');
-	ck_assert_msg(signal_within(&w, 2000) == 'L',
-		      "the blocked waiter still waits on the forked worker");
-	tu_tell(&w, 'X');
-	ck_assert_int_eq(tu_join(&w), 0);
-	tu_tell(&h, 'X');
-	ck_assert_int_eq(tu_join(&h), 0);
+	waiter_freed_by(&h, p, "the forked worker");
 }
 END_TEST
 
@@ -209,11 +213,8 @@ static int holder_with_dup(struct tu_child *c, void *arg)
 	copy = dup(pidlock_fd(l));
 	if (copy < 0)
 		return 3;
-	tu_signal(c, 'L');
-	if (tu_wait_parent(c) != 'R' || pidlock_release(l) < 0)
+	if (release_when_told(c, l, 'L') != 0)
 		return 4;
-	tu_signal(c, 'F');
-	tu_wait_parent(c);
 	close(copy);
 	pidlock_free(l);
 	return 0;
@@ -224,36 +225,23 @@ static int holder_with_dup(struct tu_child *c, void *arg)
 START_TEST(release_frees_descriptor_copy)
 {
 	char *p = tu_path("a.lock");
-	struct tu_child h, w;
+	struct tu_child h;
 
 	tu_spawn(&h, holder_with_dup, p);
 	ck_assert_int_eq(tu_wait_signal(&h), 'L');
-	tu_spawn(&w, blocking_waiter, p);
-	ck_assert_int_eq(tu_wait_signal(&w), 'W');
-	ck_assert_int_eq(signal_within(&w, 200), 0);
-	tu_tell(&h, 'R');
-	ck_assert_int_eq(tu_wait_signal(&h), 'F');
-	ck_assert_msg(signal_within(&w, 2000) == 'L',
-		      "the blocked waiter still waits on the copy");
-	tu_tell(&w, 'X');
-	ck_assert_int_eq(tu_join(&w), 0);
-	tu_tell(&h, 'X');
-	ck_assert_int_eq(tu_join(&h), 0);
+	waiter_freed_by(&h, p, "the copy");
 }
 END_TEST
 
+/* A forked child of the holder that takes the record over (the record
+ * names it now), then releases when told. */
 static int daemon_like(struct tu_child *c, void *arg)
 {
 	struct pidlock *l = arg;
 
 	if (pidlock_refresh(l) < 0)
 		return 2;
-	tu_signal(c, 'D');
-	if (tu_wait_parent(c) != 'R' || pidlock_release(l) < 0)
-		return 3;
-	tu_signal(c, 'F');
-	tu_wait_parent(c);
-	return 0;
+	return release_when_told(c, l, 'D');
 }
 
 /* The daemonize flow: the parent closes (never unlocks), the child owns
@@ -263,7 +251,7 @@ START_TEST(daemonize_close_then_release)
 	char *p = tu_path("d.pid");
 	struct pidlock *l = tu_new(p, PIDLOCK_PLAIN_PID);
 	struct pidlock *other = tu_new(p, 0);
-	struct tu_child d, w;
+	struct tu_child d;
 
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	tu_spawn(&d, daemon_like, l);
@@ -271,32 +259,11 @@ START_TEST(daemonize_close_then_release)
 	ck_assert_int_eq(pidlock_close(l), 0);
 	/* The parent's close left the child holding. */
 	ck_assert_int_eq(pidlock_acquire(other, 0), -EWOULDBLOCK);
-	tu_spawn(&w, blocking_waiter, p);
-	ck_assert_int_eq(tu_wait_signal(&w), 'W');
-	ck_assert_int_eq(signal_within(&w, 200), 0);
-	tu_tell(&d, 'R');
-	ck_assert_int_eq(tu_wait_signal(&d), 'F');
-	ck_assert_int_eq(signal_within(&w, 2000), 'L');
-	tu_tell(&w, 'X');
-	ck_assert_int_eq(tu_join(&w), 0);
-	tu_tell(&d, 'X');
-	ck_assert_int_eq(tu_join(&d), 0);
+	waiter_freed_by(&d, p, "the daemon");
 	pidlock_free(other);
 	pidlock_free(l);
 }
 END_TEST
-
-static int refreshing_child(struct tu_child *c, void *arg)
-{
-	struct pidlock *l = arg;
-
-	if (pidlock_refresh(l) < 0)
-		return 2;
-	tu_signal(c, 'O');	/* the record names us now */
-	if (tu_wait_parent(c) != 'R' || pidlock_release(l) < 0)
-		return 3;
-	return 0;
-}
 
 /* Rule "release": after a fork, release reads the record back.  A child
  * that refreshed owns the lock; the parent's release must only close. */
@@ -307,14 +274,16 @@ START_TEST(parent_release_after_child_refresh)
 	struct tu_child c;
 
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	tu_spawn(&c, refreshing_child, l);
-	ck_assert_int_eq(tu_wait_signal(&c), 'O');
+	tu_spawn(&c, daemon_like, l);
+	ck_assert_int_eq(tu_wait_signal(&c), 'D');
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_msg(tu_exists(p), "the parent removed its child's lock");
 	ck_assert_int_eq(pidlock_acquire(other, 0), -EWOULDBLOCK);
 	tu_tell(&c, 'R');
-	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_int_eq(tu_wait_signal(&c), 'F');
 	ck_assert(!tu_exists(p));
+	tu_tell(&c, 'X');
+	ck_assert_int_eq(tu_join(&c), 0);
 	ck_assert_int_eq(pidlock_acquire(other, 0), 0);
 	pidlock_free(other);
 	pidlock_free(l);
@@ -500,20 +469,6 @@ START_TEST(deadline_holds_against_churn)
 }
 END_TEST
 
-static int read_lease_holder(struct tu_child *c, void *arg)
-{
-	int fd = open(arg, O_RDONLY | O_CLOEXEC);
-
-	signal(SIGIO, SIG_IGN);	/* the break notice: we do not give way */
-	if (fd < 0 || fcntl(fd, F_SETLEASE, F_RDLCK) < 0) {
-		tu_signal(c, 'N');
-		return 0;
-	}
-	tu_signal(c, 'L');
-	tu_wait_parent(c);
-	return 0;
-}
-
 /* A lease on the lock file is a holder like any other: a timed acquire
  * waits for it (and times out), it does not fail at once. */
 START_TEST(lease_is_busy_not_error)
@@ -524,9 +479,7 @@ START_TEST(lease_is_busy_not_error)
 	int r;
 
 	tu_write(p, "pid=1\ntimestamp=1\nlock=flock,ofd\n");
-	tu_spawn(&c, read_lease_holder, p);
-	if (tu_wait_signal(&c) != 'L') {
-		ck_assert_int_eq(tu_join(&c), 0);
+	if (!tu_lease(&c, p)) {
 		fprintf(stderr, "lease_is_busy_not_error: no lease here, "
 			"not tested\n");
 		pidlock_free(l);
@@ -767,36 +720,16 @@ START_TEST(flock1_waiter_not_orphaned)
 }
 END_TEST
 
-struct exit_hold {
-	const char *path;
-	unsigned int flags;
-};
-
-static int hold_and_exit(struct tu_child *c, void *arg)
-{
-	const struct exit_hold *h = arg;
-	struct pidlock *l;
-
-	if (pidlock_new(&l, h->path, h->flags) < 0 ||
-	    pidlock_acquire(l, 0) < 0)
-		return 2;
-	(void)c;
-	_exit(0);	/* no release: as an exec'd command ends */
-}
-
 /* Rule "exit releases": a holder whose exit is its release (a lock handed
  * to an exec'd program) leaves a file that reads as free; any other
  * holder that ends without releasing leaves an abandoned one. */
 START_TEST(exit_releases_reads_free)
 {
 	char *p = tu_path("x.lock");
-	struct exit_hold with = { p, PIDLOCK_EXIT_RELEASES }, without = { p, 0 };
 	struct pidlock_info info;
-	struct tu_child c;
 	struct pidlock *l;
 
-	tu_spawn(&c, hold_and_exit, &with);
-	ck_assert_int_eq(tu_join(&c), 0);
+	tu_exit_holding(p, PIDLOCK_EXIT_RELEASES);
 	ck_assert_ptr_nonnull(strstr(tu_read(p), "release=exit\n"));
 	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_FREE);
@@ -804,8 +737,7 @@ START_TEST(exit_releases_reads_free)
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	pidlock_free(l);
-	tu_spawn(&c, hold_and_exit, &without);
-	ck_assert_int_eq(tu_join(&c), 0);
+	tu_exit_holding(p, 0);
 	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
 }
