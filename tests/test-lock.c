@@ -259,15 +259,6 @@ START_TEST(sigkill_holder_next_gets_it_at_once)
 }
 END_TEST
 
-static void spec_file(const char *path, pid_t pid, long age)
-{
-	char buf[128];
-
-	snprintf(buf, sizeof(buf), "pid=%ld\ntimestamp=%ld\ntag=spec\n",
-		 (long)pid, (long)time(NULL) - age);
-	tu_write(path, buf);
-}
-
 /* Rule B: a spec-only holder holds until stale = old AND pid dead. */
 START_TEST(spec_holder_rules)
 {
@@ -276,23 +267,23 @@ START_TEST(spec_holder_rules)
 	struct pidlock_info info;
 	pid_t dead = tu_dead_pid();
 
-	spec_file(p, getppid(), 0);			/* fresh, alive */
+	tu_write_spec(p, getppid(), 0, "spec");	/* fresh, alive */
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	ck_assert_int_eq(pidlock_holder(l, &info), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_SPEC);
 	ck_assert_int_eq(info.pid, getppid());
 	ck_assert_str_eq(info.tag, "spec");
-	spec_file(p, dead, 0);				/* fresh, dead */
+	tu_write_spec(p, dead, 0, "spec");	/* fresh, dead */
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
-	spec_file(p, getppid(), 7200);			/* old, alive */
+	tu_write_spec(p, getppid(), 7200, "spec");	/* old, alive */
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
-	spec_file(p, dead, 3590);			/* not old enough */
+	tu_write_spec(p, dead, 3590, "spec");	/* not old enough */
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	ck_assert_int_eq(pidlock_set_stale_timeout(l, 60), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);	/* old for 60 s */
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_int_eq(pidlock_set_stale_timeout(l, 3600), 0);
-	spec_file(p, dead, 3700);			/* old and dead */
+	tu_write_spec(p, dead, 3700, "spec");	/* old and dead */
 	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_STALE);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
@@ -338,11 +329,7 @@ START_TEST(grace_waits_for_spec_writer)
 	ck_assert_int_lt(tu_ms() - t0, 1000);	/* a try does not wait */
 	ck_assert_int_eq(pidlock_holder(l, &info), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_SPEC);
-	if (fork() == 0) {
-		usleep(100 * 1000);
-		tu_tell(&c, 'W');
-		_exit(0);
-	}
+	tu_tell_later(&c, 100, 'W');
 	t0 = tu_ms();
 	ck_assert_int_eq(pidlock_acquire(l, 600), -ETIMEDOUT);
 	ck_assert_int_ge(tu_ms() - t0, 590);
@@ -606,12 +593,7 @@ START_TEST(timestamp_is_acquisition_time)
 	long start = (long)time(NULL), ts;
 
 	tu_hold(&c, p, 0);
-	if (fork() == 0) {
-		pidlock_free(l);	/* not held here: memory only */
-		sleep(2);
-		tu_tell(&c, 'R');
-		_exit(0);
-	}
+	tu_tell_later(&c, 2000, 'R');
 	ck_assert_int_eq(pidlock_acquire(l, -1), 0);
 	ck_assert_int_eq(sscanf(tu_read(p), "pid=%*d\ntimestamp=%ld", &ts), 1);
 	ck_assert_int_ge(ts, start + 1);

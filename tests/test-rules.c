@@ -59,15 +59,6 @@ static long cpu_ms_self(void)
 	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000L;
 }
 
-static void write_spec(const char *path, pid_t pid)
-{
-	char rec[96];
-
-	snprintf(rec, sizeof(rec), "pid=%ld\ntimestamp=%ld\n", (long)pid,
-		 (long)time(NULL));
-	tu_write(path, rec);
-}
-
 /* ---- the final inode check ------------------------------------------ */
 
 /* A spec-only peer, as the spec says: remove, O_EXCL create, write. */
@@ -339,7 +330,7 @@ START_TEST(no_spin_kept_fd_then_spec_holder)
 	struct tu_child c;
 	int32_t cpu;
 
-	write_spec(p, getpid());
+	tu_write_spec(p, getpid(), 0, NULL);
 	ck_assert_int_eq(tu_sh("'%s' -n '%s' sleep 1 &", flock_bin(), p), 0);
 	usleep(100 * 1000);
 	tu_spawn(&c, timed_waiter, &tw);
@@ -362,7 +353,7 @@ START_TEST(no_spin_four_waiters)
 	struct timed_wait tw = { p, 3000, 10 };
 	struct tu_child c[4];
 
-	write_spec(p, getpid());
+	tu_write_spec(p, getpid(), 0, NULL);
 	for (int i = 0; i < 4; i++)
 		tu_spawn(&c[i], timed_waiter, &tw);
 	for (int i = 0; i < 4; i++) {
@@ -404,7 +395,7 @@ START_TEST(spec_holder_no_temp_per_poll)
 	int ifd, temps = 0;
 	ssize_t n;
 
-	write_spec(p, getpid());
+	tu_write_spec(p, getpid(), 0, NULL);
 	ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	ck_assert_int_ge(ifd, 0);
 	ck_assert_int_ge(inotify_add_watch(ifd, tu_dir(), IN_CREATE), 0);

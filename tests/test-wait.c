@@ -18,60 +18,36 @@
 
 #include "testutil.h"
 
-static void release_later(struct tu_child *c, int ms)
-{
-	if (fork() == 0) {
-		usleep((useconds_t)ms * 1000);
-		tu_tell(c, 'R');
-		_exit(0);
-	}
-}
+/* A wait wakes on the release, well before its timeout: a blocking one
+ * (asleep in the kernel) and timed ones (in poll), for a holder that
+ * unlinks (libpidlock) and one that only closes (KEEP_FILE, like
+ * with-lock-ex and flock(1)). */
+static const struct {
+	int timeout_ms;
+	unsigned int flags;
+} wakes[] = {
+	{ -1, 0 }, { 20000, 0 }, { 20000, PIDLOCK_KEEP_FILE },
+};
 
-/* A blocking acquire sleeps in the kernel and wakes on the release. */
-START_TEST(blocking_wakes_on_release)
+START_TEST(wakes_on_release)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
+	struct pidlock *l = tu_new(p, wakes[_i].flags);
 	struct tu_child c;
-	long t0;
+	long t0, dt;
 
-	tu_hold(&c, p, 0);
+	ck_assert_int_eq(pidlock_set_retry_interval(l, 5000), 0);
+	tu_hold(&c, p, wakes[_i].flags);
 	t0 = tu_ms();
-	release_later(&c, 200);
-	ck_assert_int_eq(pidlock_acquire(l, -1), 0);
-	ck_assert_int_ge(tu_ms() - t0, 150);
+	tu_tell_later(&c, 200, 'R');
+	ck_assert_int_eq(pidlock_acquire(l, wakes[_i].timeout_ms), 0);
+	dt = tu_ms() - t0;
+	ck_assert_int_ge(dt, 150);
+	/* Woken by the event, not by the 5 s poll or the 20 s timeout. */
+	ck_assert_msg(dt < 3000, "waited %ld ms", dt);
 	ck_assert_int_eq(tu_join(&c), 0);
 	wait(NULL);
 	pidlock_free(l);
-}
-END_TEST
-
-/* A timed acquire wakes on the release, well before its timeout, for a
- * holder that unlinks (libpidlock) and one that only closes (KEEP_FILE,
- * like with-lock-ex and flock(1)). */
-START_TEST(timed_wakes_on_release)
-{
-	const char *p = tu_path("a.lock");
-	unsigned int flags[] = { 0, PIDLOCK_KEEP_FILE };
-
-	for (int i = 0; i < 2; i++) {
-		struct pidlock *l = tu_new(p, flags[i]);
-		struct tu_child c;
-		long t0, dt;
-
-		ck_assert_int_eq(pidlock_set_retry_interval(l, 5000), 0);
-		tu_hold(&c, p, flags[i]);
-		t0 = tu_ms();
-		release_later(&c, 200);
-		ck_assert_int_eq(pidlock_acquire(l, 20000), 0);
-		dt = tu_ms() - t0;
-		ck_assert_int_ge(dt, 150);
-		/* Woken by the event, not by the 5 s poll or the 20 s timeout. */
-		ck_assert_msg(dt < 3000, "waited %ld ms", dt);
-		ck_assert_int_eq(tu_join(&c), 0);
-		wait(NULL);
-		pidlock_free(l);
-	}
 }
 END_TEST
 
@@ -172,12 +148,9 @@ START_TEST(spec_holder_removal_wakes)
 {
 	const char *p = tu_path("a.lock");
 	struct pidlock *l = tu_new(p, 0);
-	char buf[128];
 	long t0, dt;
 
-	snprintf(buf, sizeof(buf), "pid=%ld\ntimestamp=%ld\n", (long)getppid(),
-		 (long)time(NULL));
-	tu_write(p, buf);
+	tu_write_spec(p, getppid(), 0, NULL);
 	ck_assert_int_eq(pidlock_set_retry_interval(l, 5000), 0);
 	t0 = tu_ms();
 	if (fork() == 0) {
@@ -200,11 +173,8 @@ START_TEST(spec_holder_polled)
 {
 	const char *p = tu_path("a.lock");
 	struct pidlock *l = tu_new(p, 0);
-	char buf[128];
-	pid_t dead = tu_dead_pid();
-	snprintf(buf, sizeof(buf), "pid=%ld\ntimestamp=%ld\n", (long)dead,
-		 (long)time(NULL));
-	tu_write(p, buf);
+
+	tu_write_spec(p, tu_dead_pid(), 0, NULL);
 	ck_assert_int_eq(pidlock_set_stale_timeout(l, 1), 0);
 	ck_assert_int_eq(pidlock_set_retry_interval(l, 50), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
@@ -323,8 +293,7 @@ END_TEST
 int main(void)
 {
 	const struct tu_case cases[] = {
-		{ blocking_wakes_on_release, 1 },
-		{ timed_wakes_on_release, 1 },
+		{ wakes_on_release, sizeof(wakes) / sizeof(wakes[0]) },
 		{ timed_times_out, 1 },
 		{ eintr_without_sa_restart, 1 },
 		{ sa_restart_keeps_waiting, 1 },

@@ -392,4 +392,26 @@ bool tu_lease(struct tu_child *c, const char *path)
 	return false;
 }
 
+void tu_tell_later(struct tu_child *c, int ms, char what)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		usleep((useconds_t)ms * 1000);
+		tu_tell(c, what);
+		_exit(0);
+	}
+}
+
+void tu_write_spec(const char *path, pid_t pid, long age, const char *tag)
+{
+	char rec[256];
+
+	snprintf(rec, sizeof(rec), "pid=%ld\ntimestamp=%ld\n%s%s%s", (long)pid,
+		 (long)time(NULL) - age, tag ? "tag=" : "", tag ? tag : "",
+		 tag ? "\n" : "");
+	tu_write(path, rec);
+}
+
 /* --- end A2 --- */

@@ -98,4 +98,11 @@ void tu_exit_holding(const char *path, unsigned int flags);
  * here (file system, fs.leases-enable): the caller says it did not test. */
 bool tu_lease(struct tu_child *c, const char *path);
 
+/* Forks a process that tells c `what` after ms; reap it with wait(). */
+void tu_tell_later(struct tu_child *c, int ms, char what);
+
+/* A spec-only holder's record at path: pid, a timestamp `age` seconds
+ * old, and tag= unless tag is NULL. */
+void tu_write_spec(const char *path, pid_t pid, long age, const char *tag);
+
 /* --- end A2 --- */
