@@ -842,10 +842,8 @@ END_TEST
 
 /* ---- 10. a takeover's timestamp is the moment of acquisition --------- */
 
-START_TEST(takeover_timestamp_is_now)
+TU_LOCK_TEST(takeover_timestamp_is_now, PIDLOCK_NO_SYNC)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, PIDLOCK_NO_SYNC);
 	struct tu_child c;
 	long before, after, ts;
 	ino_t ino;
@@ -861,9 +859,7 @@ START_TEST(takeover_timestamp_is_now)
 	ck_assert_msg(before <= ts && ts <= after,
 		      "takeover timestamp %ld outside [%ld, %ld]", ts, before,
 		      after);
-	pidlock_free(l);
 }
-END_TEST
 
 int main(void)
 {

@@ -27,10 +27,8 @@ static const char *pid_line(pid_t pid)
 }
 
 /* Rule "content": pid=, timestamp=, tag=, lock= marker; LF endings. */
-START_TEST(acquire_writes_record)
+TU_LOCK_TEST(acquire_writes_record, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	char want[256];
 	long now = (long)time(NULL);
 	struct stat st;
@@ -49,9 +47,7 @@ START_TEST(acquire_writes_record)
 	ck_assert_int_eq(st.st_nlink, 1);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert(!tu_exists(p));
-	pidlock_free(l);
 }
-END_TEST
 
 /* Rule "plain pid": the bare pid leads, for PIDFile= and pkill -F. */
 START_TEST(plain_pid_first_line)
@@ -96,10 +92,8 @@ END_TEST
 
 /* Rule "held", flock half: a flock(2) holder (fslock-guard, flock(1),
  * libbsd) on the file at the path keeps us out. */
-START_TEST(flock_holder_excludes)
+TU_LOCK_TEST(flock_holder_excludes, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 
 	ck_assert_int_ge(fd, 0);
@@ -111,9 +105,7 @@ START_TEST(flock_holder_excludes)
 	close(fd);
 	/* Its fresh empty file is ours once the grace has passed. */
 	ck_assert_int_eq(pidlock_acquire(l, 2000), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 static int posix_hold(struct tu_child *c, void *arg)
 {
@@ -130,10 +122,8 @@ static int posix_hold(struct tu_child *c, void *arg)
 
 /* Rule "held", OFD half: a classic fcntl lock on byte 0 (with-lock-ex's
  * protocol) keeps us out. */
-START_TEST(fcntl_holder_excludes)
+TU_LOCK_TEST(fcntl_holder_excludes, 0)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct tu_child c;
 
 	tu_spawn(&c, posix_hold, p);
@@ -145,15 +135,11 @@ START_TEST(fcntl_holder_excludes)
 	ck_assert_int_eq(tu_join(&c), 0);
 	pidlock_set_grace(l, 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Rule "held": our lock keeps both families out. */
-START_TEST(we_exclude_both_families)
+TU_LOCK_TEST(we_exclude_both_families, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
 			    .l_start = 0, .l_len = 1 };
 	int fd;
@@ -166,9 +152,7 @@ START_TEST(we_exclude_both_families)
 	ck_assert_int_eq(fcntl(fd, F_OFD_SETLK, &fl), -1);
 	ck_assert_int_eq(errno, EAGAIN);
 	close(fd);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Flags select the kinds; the marker names what was taken. */
 START_TEST(kind_flags)
@@ -233,10 +217,8 @@ static int crash_holder(struct tu_child *c, void *arg)
 /* Rule A (marker) and "never stale": after SIGKILL of a holder its file
  * stays, with a fresh timestamp, and the next acquirer takes it at once.
  * Without the marker rule it would look like a live spec-only lock. */
-START_TEST(sigkill_holder_next_gets_it_at_once)
+TU_LOCK_TEST(sigkill_holder_next_gets_it_at_once, 0)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
 	struct tu_child c;
 	ino_t ino;
@@ -255,15 +237,11 @@ START_TEST(sigkill_holder_next_gets_it_at_once)
 	/* Taken over in place: same inode, our record. */
 	ck_assert_uint_eq(tu_ino(p), ino);
 	ck_assert(strncmp(tu_read(p), pid_line(getpid()), strlen(pid_line(getpid()))) == 0);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Rule B: a spec-only holder holds until stale = old AND pid dead. */
-START_TEST(spec_holder_rules)
+TU_LOCK_TEST(spec_holder_rules, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
 	pid_t dead = tu_dead_pid();
 
@@ -288,9 +266,7 @@ START_TEST(spec_holder_rules)
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_STALE);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert(strncmp(tu_read(p), pid_line(getpid()), strlen(pid_line(getpid()))) == 0);
-	pidlock_free(l);
 }
-END_TEST
 
 static int late_writer(struct tu_child *c, void *arg)
 {
@@ -313,10 +289,8 @@ static int late_writer(struct tu_child *c, void *arg)
 /* Rule C: a fresh incomplete file may be a spec-only peer between its
  * O_EXCL create and its write: a try reports it busy at once; a wait
  * watches for the write, and then sees a spec-only holder. */
-START_TEST(grace_waits_for_spec_writer)
+TU_LOCK_TEST(grace_waits_for_spec_writer, 0)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
 	struct tu_child c;
 	long t0;
@@ -339,16 +313,12 @@ START_TEST(grace_waits_for_spec_writer)
 	ck_assert(info.has_timestamp);
 	ck_assert_int_eq(tu_join(&c), 0);
 	wait(NULL);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Rule C also covers a classic pidfile left by a crashed daemon whose
  * pid now names an unrelated live process: taken over, never trusted. */
-START_TEST(bare_live_pid_taken_over)
+TU_LOCK_TEST(bare_live_pid_taken_over, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
 	char bare[32];
 
@@ -361,17 +331,13 @@ START_TEST(bare_live_pid_taken_over)
 	ck_assert_int_eq(info.pid_alive, 1);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_eq(kill(getppid(), 0), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Rule C: an incomplete file older than the grace (a with-lock-ex or
  * flock(1) leftover, a libbsd bare pid) is taken at once; a fresh one
  * only after the grace. */
-START_TEST(grace_then_takeover)
+TU_LOCK_TEST(grace_then_takeover, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	long t0;
 
 	tu_write(p, "");
@@ -392,18 +358,14 @@ START_TEST(grace_then_takeover)
 	ck_assert_int_eq(pidlock_acquire(l, 5000), 0);
 	ck_assert_int_ge(tu_ms() - t0, 200);
 	ck_assert_int_eq(pidlock_set_grace(l, 10001), -EINVAL);
-	pidlock_free(l);
 }
-END_TEST
 
 /* The inode check.  The waiter blocks in flock on the holder's inode;
  * the holder unlinks it and closes.  The waiter then holds kernel locks
  * on a file that is no longer the lock: it must start again, and end up
  * holding the file that is at the path. */
-START_TEST(inode_check_after_unlink)
+TU_LOCK_TEST(inode_check_after_unlink, PIDLOCK_NO_SYNC)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, PIDLOCK_NO_SYNC);
 	struct tu_child c;
 
 	/* Spawned before we lock: a child forked while we hold would
@@ -420,16 +382,12 @@ START_TEST(inode_check_after_unlink)
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	tu_tell(&c, 'R');
 	ck_assert_int_eq(tu_join(&c), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Release rule: only the process named in the file unlinks; a forked
  * child's release or a daemonizing parent's close leaves the file. */
-START_TEST(fork_release_pid_check)
+TU_LOCK_TEST(fork_release_pid_check, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	pid_t child;
 	int st;
 
@@ -444,9 +402,7 @@ START_TEST(fork_release_pid_check)
 	ck_assert_int_eq(pidlock_verify(l), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert(!tu_exists(p));
-	pidlock_free(l);
 }
-END_TEST
 
 static int daemon_child(struct tu_child *c, void *arg)
 {
@@ -488,11 +444,8 @@ END_TEST
 
 /* Verify/release: someone broke the lock (unlinked and re-created the
  * file); we say so and never delete the new file. */
-START_TEST(broken_lock_reported)
+TU_LOCK_TEST(broken_lock_reported, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
-
 	ck_assert_int_eq(pidlock_verify(l), -ENOLCK);
 	ck_assert_int_eq(pidlock_release(l), -ENOLCK);
 	ck_assert_int_eq(pidlock_refresh(l), -ENOLCK);
@@ -508,15 +461,11 @@ START_TEST(broken_lock_reported)
 	ck_assert_int_eq(pidlock_release(l), -ESTALE);
 	ck_assert_str_eq(tu_read(p), "somebody else\n");
 	ck_assert_int_eq(pidlock_fd(l), -ENOLCK);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Refresh: new timestamp and pid, in place (same inode). */
-START_TEST(refresh_in_place)
+TU_LOCK_TEST(refresh_in_place, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	ino_t ino;
 	int fd;
 
@@ -531,16 +480,12 @@ START_TEST(refresh_in_place)
 			  strlen(pid_line(getpid()))) == 0);
 	ck_assert_ptr_null(strstr(tu_read(p), "timestamp=1\n"));
 	ck_assert_uint_eq(tu_ino(p), ino);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Takeover never shows a shorter record: the rewrite is padded with
  * newlines to the old length, in one write, on the same inode. */
-START_TEST(takeover_pads_old_length)
+TU_LOCK_TEST(takeover_pads_old_length, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	char junk[1000];
 	struct stat st;
 
@@ -556,9 +501,7 @@ START_TEST(takeover_pads_old_length)
 	ck_assert_int_eq(stat(p, &st), 0);
 	ck_assert_int_eq(st.st_size, (off_t)sizeof(junk) - 1);
 	ck_assert_ptr_null(strchr(tu_read(p), 'j'));
-	pidlock_free(l);
 }
-END_TEST
 
 /* KEEP_FILE: release never unlinks; the inode stays across holders. */
 START_TEST(keep_file_mode)
@@ -585,10 +528,8 @@ START_TEST(keep_file_mode)
 END_TEST
 
 /* Timestamp = the moment of acquisition, not of the start of the wait. */
-START_TEST(timestamp_is_acquisition_time)
+TU_LOCK_TEST(timestamp_is_acquisition_time, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct tu_child c;
 	long start = (long)time(NULL), ts;
 
@@ -599,9 +540,7 @@ START_TEST(timestamp_is_acquisition_time)
 	ck_assert_int_ge(ts, start + 1);
 	ck_assert_int_eq(tu_join(&c), 0);
 	wait(NULL);
-	pidlock_free(l);
 }
-END_TEST
 
 /* O_NOFOLLOW: a symlink at the path is refused; its target untouched. */
 START_TEST(symlink_refused)

@@ -85,10 +85,8 @@ static int spec_replacer(struct tu_child *c, void *arg)
 
 /* Rule "final check": the inode check is the last step before any
  * takeover, with both kinds too (nothing else is left to re-check it). */
-START_TEST(final_check_after_grace)
+TU_LOCK_TEST(final_check_after_grace, 0)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	char want[96];
 	struct tu_child c;
 	int r;
@@ -105,9 +103,7 @@ START_TEST(final_check_after_grace)
 	ck_assert(strncmp(tu_read(p), want, strlen(want)) == 0);
 	tu_tell(&c, 'Q');
 	ck_assert_int_eq(tu_join(&c), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 /* ---- release and forked sharers --------------------------------------- */
 
@@ -437,10 +433,8 @@ static int churn_inodes(struct tu_child *c, void *arg)
 	}
 }
 
-START_TEST(deadline_holds_against_churn)
+TU_LOCK_TEST(deadline_holds_against_churn, 0)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct tu_child c;
 	long t0, took;
 	int r;
@@ -456,9 +450,7 @@ START_TEST(deadline_holds_against_churn)
 	if (r == 0)
 		pidlock_release(l);
 	ck_assert_msg(took < 1500, "a 300 ms acquire took %ld ms", took);
-	pidlock_free(l);
 }
-END_TEST
 
 /* A lease on the lock file is a holder like any other: a timed acquire
  * waits for it (and times out), it does not fail at once. */
@@ -631,10 +623,8 @@ END_TEST
 
 /* Rule "keep": an empty file (flock(1)'s) is kept for good, marked
  * released between holders; a file we made, or a bare pid, goes. */
-START_TEST(keep_rule)
+TU_LOCK_TEST(keep_rule, 0)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
 	ino_t ino;
 
@@ -664,9 +654,7 @@ START_TEST(keep_rule)
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_msg(!tu_exists(p), "a pidfile we took over is kept");
-	pidlock_free(l);
 }
-END_TEST
 
 static int flock1_runner(struct tu_child *c, void *arg)
 {
@@ -738,10 +726,8 @@ END_TEST
 
 /* Rule "publish": the holder's descriptor shows the lock's path, for
  * lslocks(8) and /proc/PID/fd, never "/dir/#ino (deleted)". */
-START_TEST(holder_fd_shows_path)
+TU_LOCK_TEST(holder_fd_shows_path, 0)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	char link[64], target[PATH_MAX], real[PATH_MAX], cmd[PATH_MAX + 64];
 	ssize_t n;
 	FILE *f;
@@ -761,9 +747,7 @@ START_TEST(holder_fd_shows_path)
 	target[strcspn(target, "\n")] = '\0';
 	pclose(f);
 	ck_assert_str_eq(target, real);
-	pidlock_free(l);
 }
-END_TEST
 
 static int count_temp_files(void)
 {

@@ -52,10 +52,8 @@ START_TEST(wakes_on_release)
 END_TEST
 
 /* A timed acquire on a held lock ends with -ETIMEDOUT, not earlier. */
-START_TEST(timed_times_out)
+TU_LOCK_TEST(timed_times_out, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
 	struct tu_child c;
 	long t0;
@@ -67,9 +65,7 @@ START_TEST(timed_times_out)
 	ck_assert_int_eq(pidlock_holder(l, &info), 0);
 	ck_assert_int_eq(info.pid, c.pid);
 	tu_kill(&c);
-	pidlock_free(l);
 }
-END_TEST
 
 static void on_usr1(int sig)
 {
@@ -144,10 +140,8 @@ START_TEST(sa_restart_keeps_waiting)
 END_TEST
 
 /* A spec-only holder is polled; its file's removal wakes us at once. */
-START_TEST(spec_holder_removal_wakes)
+TU_LOCK_TEST(spec_holder_removal_wakes, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	long t0, dt;
 
 	tu_write_spec(p, getppid(), 0, NULL);
@@ -163,25 +157,18 @@ START_TEST(spec_holder_removal_wakes)
 	ck_assert_int_ge(dt, 150);
 	ck_assert_msg(dt < 3000, "waited %ld ms", dt);
 	wait(NULL);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Without events (a rewrite in place, no unlink), the retry interval
  * still finds a spec lock that became stale. */
-START_TEST(spec_holder_polled)
+TU_LOCK_TEST(spec_holder_polled, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
-
 	tu_write_spec(p, tu_dead_pid(), 0, NULL);
 	ck_assert_int_eq(pidlock_set_stale_timeout(l, 1), 0);
 	ck_assert_int_eq(pidlock_set_retry_interval(l, 50), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	ck_assert_int_eq(pidlock_acquire(l, 10000), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 struct count_arg {
 	const char *path;

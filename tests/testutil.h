@@ -105,4 +105,22 @@ void tu_tell_later(struct tu_child *c, int ms, char what);
  * old, and tag= unless tag is NULL. */
 void tu_write_spec(const char *path, pid_t pid, long age, const char *tag);
 
+/*
+ * A test on the path tu_path("a.lock") with a handle on it made with
+ * `flags`, the start and end most protocol tests share: the body that
+ * follows gets both as p and l, and the handle is freed after it.
+ */
+#define TU_LOCK_TEST(name, flags)					\
+	static void name##_body(char *p, struct pidlock *l);		\
+	START_TEST(name)						\
+	{								\
+		char *lock_path = tu_path("a.lock");			\
+		struct pidlock *lock = tu_new(lock_path, (flags));	\
+									\
+		name##_body(lock_path, lock);				\
+		pidlock_free(lock);					\
+	}								\
+	END_TEST							\
+	static void name##_body(char *p, struct pidlock *l)
+
 /* --- end A2 --- */
