@@ -89,19 +89,22 @@ static const struct parse_case {
 	  .has_ts = true, .ts = 1, .spec = true },
 	{ .in = "pid=100\n99\n", .pid = 100 },
 	/* pids: decimal, positive, within pid_t, nothing around them */
-	{ .in = "pid=0" }, { .in = "pid=-1" }, { .in = "pid=12abc" }, { .in = "pid=" }, { .in = "pid=+5" },
-	{ .in = "pid= 5" }, { .in = "pid=2147483648" }, { .in = "pid=99999999999999999999" },
+	{ .in = "pid=0" }, { .in = "pid=-1" }, { .in = "pid=12abc" },
+	{ .in = "pid=" }, { .in = "pid=+5" }, { .in = "pid= 5" },
+	{ .in = "pid=2147483648" }, { .in = "pid=99999999999999999999" },
 	{ .in = "pid=2147483647", .pid = 2147483647 },
 	/* timestamps: decimal, not negative, within int64_t */
 	{ .in = "timestamp=9223372036854775807", .has_ts = true, .ts = INT64_MAX },
-	{ .in = "timestamp=9223372036854775808" }, { .in = "timestamp=18446744073709551616" },
+	{ .in = "timestamp=9223372036854775808" },
+	{ .in = "timestamp=18446744073709551616" },
 	{ .in = "timestamp=-5" }, { .in = "timestamp=1.5" },
 	{ .in = "timestamp=0", .has_ts = true },
 	/* the marker: known kinds in any order, unknown ones passed over,
 	 * the last lock= line wins */
 	{ .in = "lock=flock,ofd", .marker = KINDS_ALL },
 	{ .in = "lock=ofd,flock,future", .marker = KINDS_ALL },
-	{ .in = "lock=future" }, { .in = "lock=flock\nlock=" },
+	{ .in = "lock=future" },
+	{ .in = "lock=flock\nlock=" },
 	/* a UTF-8 byte order mark before the first key */
 	{ .in = "\xEF\xBB\xBFpid=3\ntimestamp=4\n", .pid = 3, .has_ts = true, .ts = 4,
 	  .spec = true },

@@ -276,6 +276,33 @@ static void read_at_entry(pid_t pid, long nr, const uint64_t *args, void *arg)
 		snprintf(r->seen, sizeof(r->seen), "%s", buf);
 }
 
+/*
+ * Runs fn(path) traced, with a spec reader of path at every system call:
+ * fails unless the reader looked more than min_looks times and saw one
+ * whole record each time.  Not run where the library publishes in place,
+ * where a new file is empty for a moment by design (doc/protocol.md,
+ * section 3), nor under valgrind.
+ */
+static void reader_sees_whole_records(const char *test, traced_fn fn,
+				      const char *path,
+				      const char *const *tags, int min_looks)
+{
+	struct reader r = { path, 0, tags, 0, 0, "" };
+
+	if (tu_in_place()) {
+		fprintf(stderr, "%s: not run: the library publishes in place "
+			"here\n", test);
+		return;
+	}
+	if (under_valgrind())
+		return;
+	ck_assert_int_eq(traced(fn, (void *)(uintptr_t)path, read_at_entry, &r),
+			 0);
+	ck_assert_int_gt(r.looks, min_looks);
+	ck_assert_msg(r.bad == 0, "%s: the spec reader saw a torn or "
+		      "incomplete record %d times:\n'%s'", test, r.bad, r.seen);
+}
+
 /* ---- 1. the inode check after testing the kinds we did not take ------- */
 
 struct vanish {
@@ -480,9 +507,7 @@ START_TEST(single_kind_holders_exclude)
 		if (flags[i] != PIDLOCK_FLOCK_ONLY)
 			ck_assert_int_eq(other_can_lock(p, PIDLOCK_KIND_OFD,
 							true), 0);
-		tu_tell(&c, 'R');
-		ck_assert_int_eq(tu_join(&c), 0);
-		ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+		tu_release_to(&c, l);
 		pidlock_free(l);
 	}
 }
@@ -568,22 +593,8 @@ static int refresher(void *arg)
  * one whole record, never the new one with the old one's tail. */
 START_TEST(refresh_never_torn)
 {
-	struct reader r = { tu_path("a.lock"), 0, refresh_tags, 0, 0, "" };
-
-	/* In place, the new file is empty for a moment by design
-	 * (doc/protocol.md, section 3): what this guards does not hold. */
-	if (tu_in_place()) {
-		fprintf(stderr, "refresh_never_torn: not run: the library publishes in "
-			"place here\n");
-		return;
-	}
-	if (under_valgrind())
-		return;
-	ck_assert_int_eq(traced(refresher, (void *)(uintptr_t)r.path, read_at_entry, &r),
-			 0);
-	ck_assert_int_gt(r.looks, 10);
-	ck_assert_msg(r.bad == 0, "spec reader saw a torn record %d times:\n%s",
-		      r.bad, r.seen);
+	reader_sees_whole_records("refresh_never_torn", refresher,
+				  tu_path("a.lock"), refresh_tags, 10);
 }
 END_TEST
 
@@ -821,22 +832,8 @@ static int acquire_cycles(void *arg)
  * written, at any moment between two system calls of the acquirer. */
 START_TEST(published_record_complete)
 {
-	struct reader r = { tu_path("a.lock"), 0, NULL, 0, 0, "" };
-
-	/* In place, the new file is empty for a moment by design
-	 * (doc/protocol.md, section 3): what this guards does not hold. */
-	if (tu_in_place()) {
-		fprintf(stderr, "published_record_complete: not run: the library publishes in "
-			"place here\n");
-		return;
-	}
-	if (under_valgrind())
-		return;
-	ck_assert_int_eq(traced(acquire_cycles, (void *)(uintptr_t)r.path, read_at_entry,
-				&r), 0);
-	ck_assert_int_gt(r.looks, 0);
-	ck_assert_msg(r.bad == 0, "spec reader saw an incomplete file %d "
-		      "times:\n'%s'", r.bad, r.seen);
+	reader_sees_whole_records("published_record_complete", acquire_cycles,
+				  tu_path("a.lock"), NULL, 0);
 }
 END_TEST
 

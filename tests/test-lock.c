@@ -196,9 +196,7 @@ START_TEST(mixed_flags_exclude)
 	l = tu_new(p, PIDLOCK_FLOCK_ONLY);
 	tu_hold(&c, p, PIDLOCK_OFD_ONLY);
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
-	tu_tell(&c, 'R');
-	ck_assert_int_eq(tu_join(&c), 0);
-	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	tu_release_to(&c, l);
 	pidlock_free(l);
 }
 END_TEST

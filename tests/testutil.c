@@ -414,4 +414,11 @@ void tu_write_spec(const char *path, pid_t pid, long age, const char *tag)
 	tu_write(path, rec);
 }
 
+void tu_release_to(struct tu_child *c, struct pidlock *l)
+{
+	tu_tell(c, 'R');
+	ck_assert_int_eq(tu_join(c), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+}
+
 /* --- end A2 --- */

@@ -123,4 +123,8 @@ void tu_write_spec(const char *path, pid_t pid, long age, const char *tag);
 	END_TEST							\
 	static void name##_body(char *p, struct pidlock *l)
 
+/* Tells a tu_hold() child to release, checks that it did, and that l
+ * then takes the lock at once. */
+void tu_release_to(struct tu_child *c, struct pidlock *l);
+
 /* --- end A2 --- */
