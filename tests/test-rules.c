@@ -279,28 +279,25 @@ END_TEST
 
 /* ---- waits never spin ------------------------------------------------ */
 
-struct timed_wait {
-	const char *path;
-	int timeout_ms;
-	unsigned int retry_ms;
-};
+/* How long each wait below lasts: it must time out. */
+#define SPIN_WAIT_MS 3000
 
-/* Reports its own CPU time in ms over one timed acquire that must time
- * out, as 4 bytes on the pipe. */
+/* Waits SPIN_WAIT_MS on a.lock, polling every *retry_ms, and reports its
+ * own CPU time in ms over that acquire, as 4 bytes on the pipe. */
 static int timed_waiter(struct tu_child *c, void *arg)
 {
-	const struct timed_wait *tw = arg;
+	const unsigned int *retry_ms = arg;
 	struct pidlock *l;
 	int32_t cpu;
 	long before;
 	int r;
 
-	if (pidlock_new(&l, tw->path, 0) < 0 ||
-	    pidlock_set_retry_interval(l, tw->retry_ms) < 0)
+	if (pidlock_new(&l, tu_path("a.lock"), 0) < 0 ||
+	    pidlock_set_retry_interval(l, *retry_ms) < 0)
 		return 2;
 	tu_signal(c, 'W');
 	before = cpu_ms_self();
-	r = pidlock_acquire(l, tw->timeout_ms);
+	r = pidlock_acquire(l, SPIN_WAIT_MS);
 	cpu = (int32_t)(cpu_ms_self() - before);
 	if (write(c->to_parent, &cpu, sizeof(cpu)) != sizeof(cpu))
 		return 3;
@@ -308,12 +305,18 @@ static int timed_waiter(struct tu_child *c, void *arg)
 	return r == -ETIMEDOUT ? 0 : 4;
 }
 
-static int32_t read_cpu(struct tu_child *c)
+/* A timed_waiter timed out, and slept: it burnt less than CPU_BOUND_MS. */
+static void slept(struct tu_child *c, const char *who)
 {
 	int32_t cpu = -1;
 
+	ck_assert_int_eq(tu_wait_signal(c), 'W');
 	ck_assert_int_eq(read(c->from_child, &cpu, sizeof(cpu)), sizeof(cpu));
-	return cpu;
+	ck_assert_int_eq(tu_join(c), 0);
+	fprintf(stderr, "%s: %d ms of CPU in a %d ms wait\n", who, (int)cpu,
+		SPIN_WAIT_MS);
+	ck_assert_msg(cpu < CPU_BOUND_MS, "%s: a %d ms wait burnt %d ms of CPU",
+		      who, SPIN_WAIT_MS, (int)cpu);
 }
 
 /* Rule "waits": a waiter whose kept descriptor met a kernel lock, then
@@ -322,21 +325,14 @@ static int32_t read_cpu(struct tu_child *c)
 START_TEST(no_spin_kept_fd_then_spec_holder)
 {
 	char *p = tu_path("a.lock");
-	struct timed_wait tw = { p, 3000, 100 };
+	unsigned int retry_ms = 100;
 	struct tu_child c;
-	int32_t cpu;
 
 	tu_write_spec(p, getpid(), 0, NULL);
 	ck_assert_int_eq(tu_sh("'%s' -n '%s' sleep 1 &", flock_bin(), p), 0);
 	usleep(100 * 1000);
-	tu_spawn(&c, timed_waiter, &tw);
-	ck_assert_int_eq(tu_wait_signal(&c), 'W');
-	cpu = read_cpu(&c);
-	ck_assert_int_eq(tu_join(&c), 0);
-	fprintf(stderr, "kept descriptor, then a spec holder: %d ms of CPU "
-		"in a 3 s wait\n", (int)cpu);
-	ck_assert_msg(cpu < CPU_BOUND_MS, "a 3 s wait burnt %d ms of CPU",
-		      (int)cpu);
+	tu_spawn(&c, timed_waiter, &retry_ms);
+	slept(&c, "kept descriptor, then a spec holder");
 }
 END_TEST
 
@@ -345,25 +341,14 @@ END_TEST
  * for a moment in which another's try keeps its descriptor. */
 START_TEST(no_spin_four_waiters)
 {
-	char *p = tu_path("a.lock");
-	struct timed_wait tw = { p, 3000, 10 };
+	unsigned int retry_ms = 10;
 	struct tu_child c[4];
 
-	tu_write_spec(p, getpid(), 0, NULL);
+	tu_write_spec(tu_path("a.lock"), getpid(), 0, NULL);
 	for (int i = 0; i < 4; i++)
-		tu_spawn(&c[i], timed_waiter, &tw);
-	for (int i = 0; i < 4; i++) {
-		int32_t cpu;
-
-		ck_assert_int_eq(tu_wait_signal(&c[i]), 'W');
-		cpu = read_cpu(&c[i]);
-		ck_assert_int_eq(tu_join(&c[i]), 0);
-		fprintf(stderr, "four waiters, waiter %d: %d ms of CPU in "
-			"3 s\n", i, (int)cpu);
-		ck_assert_msg(cpu < CPU_BOUND_MS,
-			      "waiter %d burnt %d ms of CPU in 3 s", i,
-			      (int)cpu);
-	}
+		tu_spawn(&c[i], timed_waiter, &retry_ms);
+	for (int i = 0; i < 4; i++)
+		slept(&c[i], "one of four waiters");
 }
 END_TEST
 
