@@ -276,33 +276,6 @@ static void read_at_entry(pid_t pid, long nr, const uint64_t *args, void *arg)
 		snprintf(r->seen, sizeof(r->seen), "%s", buf);
 }
 
-/*
- * Runs fn(path) traced, with a spec reader of path at every system call:
- * fails unless the reader looked more than min_looks times and saw one
- * whole record each time.  Not run where the library publishes in place,
- * where a new file is empty for a moment by design (doc/protocol.md,
- * section 3), nor under valgrind.
- */
-static void reader_sees_whole_records(const char *test, traced_fn fn,
-				      const char *path,
-				      const char *const *tags, int min_looks)
-{
-	struct reader r = { path, 0, tags, 0, 0, "" };
-
-	if (tu_in_place()) {
-		fprintf(stderr, "%s: not run: the library publishes in place "
-			"here\n", test);
-		return;
-	}
-	if (under_valgrind())
-		return;
-	ck_assert_int_eq(traced(fn, (void *)(uintptr_t)path, read_at_entry, &r),
-			 0);
-	ck_assert_int_gt(r.looks, min_looks);
-	ck_assert_msg(r.bad == 0, "%s: the spec reader saw a torn or "
-		      "incomplete record %d times:\n'%s'", test, r.bad, r.seen);
-}
-
 /* ---- 1. the inode check after testing the kinds we did not take ------- */
 
 struct vanish {
@@ -572,20 +545,63 @@ END_TEST
 #define LONG_TAG "a-rather-long-tag-so-that-the-old-record-is-longer-than-the-new-one"
 static const char *const refresh_tags[] = { LONG_TAG, "s", NULL };
 
-static int refresher(void *arg)
+/* What the traced program of the two spec-reader guards does: */
+enum cycles {
+	ACQUIRE_RELEASE,	/* acquire and release, three times */
+	REFRESH_SHORTER,	/* hold, and rewrite the record three times to
+				 * a shorter one and back */
+};
+
+static int one_cycle(struct pidlock *l, enum cycles what)
 {
+	if (what == ACQUIRE_RELEASE)
+		return pidlock_acquire(l, 0) < 0 || pidlock_release(l) < 0;
+	return pidlock_set_tag(l, "s") < 0 || pidlock_refresh(l) < 0 ||
+	       pidlock_set_tag(l, LONG_TAG) < 0 || pidlock_refresh(l) < 0;
+}
+
+static int cycles_fn(void *arg)
+{
+	enum cycles what = (enum cycles)(uintptr_t)arg;
 	struct pidlock *l;
 
-	if (pidlock_new(&l, arg, 0) < 0 || pidlock_set_tag(l, LONG_TAG) < 0 ||
-	    pidlock_acquire(l, 0) < 0)
+	if (pidlock_new(&l, tu_path("a.lock"), 0) < 0)
 		return 2;
-	for (int i = 0; i < 3; i++) {
-		if (pidlock_set_tag(l, "s") < 0 || pidlock_refresh(l) < 0 ||
-		    pidlock_set_tag(l, LONG_TAG) < 0 || pidlock_refresh(l) < 0)
+	if (what == REFRESH_SHORTER &&
+	    (pidlock_set_tag(l, LONG_TAG) < 0 || pidlock_acquire(l, 0) < 0))
+		return 2;
+	for (int i = 0; i < 3; i++)
+		if (one_cycle(l, what))
 			return 3;
-	}
 	pidlock_free(l);
 	return 0;
+}
+
+/*
+ * Runs the cycles `what` traced, with a spec reader of a.lock at every
+ * system call: fails unless the reader looked more than min_looks times
+ * and saw one whole record (tag= one of tags, NULL: any) each time.  Not
+ * run where the library publishes in place, where a new file is empty
+ * for a moment by design (doc/protocol.md, section 3), nor under
+ * valgrind.
+ */
+static void reader_sees_whole_records(const char *test, enum cycles what,
+				      const char *const *tags, int min_looks)
+{
+	struct reader r = { tu_path("a.lock"), 0, tags, 0, 0, "" };
+
+	if (tu_in_place()) {
+		fprintf(stderr, "%s: not run: the library publishes in place "
+			"here\n", test);
+		return;
+	}
+	if (under_valgrind())
+		return;
+	ck_assert_int_eq(traced(cycles_fn, (void *)(uintptr_t)what,
+				read_at_entry, &r), 0);
+	ck_assert_int_gt(r.looks, min_looks);
+	ck_assert_msg(r.bad == 0, "%s: the spec reader saw a torn or "
+		      "incomplete record %d times:\n'%s'", test, r.bad, r.seen);
 }
 
 /* Refresh rewrites in place with the no-torn-read rule: a spec reader
@@ -593,8 +609,8 @@ static int refresher(void *arg)
  * one whole record, never the new one with the old one's tail. */
 START_TEST(refresh_never_torn)
 {
-	reader_sees_whole_records("refresh_never_torn", refresher,
-				  tu_path("a.lock"), refresh_tags, 10);
+	reader_sees_whole_records("refresh_never_torn", REFRESH_SHORTER,
+				  refresh_tags, 10);
 }
 END_TEST
 
@@ -815,25 +831,12 @@ END_TEST
 
 /* ---- 9. the record is written before the name appears ---------------- */
 
-static int acquire_cycles(void *arg)
-{
-	struct pidlock *l;
-
-	if (pidlock_new(&l, arg, 0) < 0)
-		return 2;
-	for (int i = 0; i < 3; i++)
-		if (pidlock_acquire(l, 0) < 0 || pidlock_release(l) < 0)
-			return 3;
-	pidlock_free(l);
-	return 0;
-}
-
 /* Step 2, publish: a spec reader never sees our file empty or half
  * written, at any moment between two system calls of the acquirer. */
 START_TEST(published_record_complete)
 {
-	reader_sees_whole_records("published_record_complete", acquire_cycles,
-				  tu_path("a.lock"), NULL, 0);
+	reader_sees_whole_records("published_record_complete",
+				  ACQUIRE_RELEASE, NULL, 0);
 }
 END_TEST
 
