@@ -431,26 +431,28 @@ END_TEST
 /* Rule A tests the kinds we did not take: flock by taking it without
  * waiting, then LOCK_UN.  After an OFD-only takeover, another process can
  * take flock (and not the OFD lock); the reverse after a flock-only one. */
+static const struct {
+	unsigned int flags;	/* ours */
+	unsigned int free, held;	/* kinds another process then finds */
+	const char *what;
+} probes[] = {
+	{ PIDLOCK_OFD_ONLY, PIDLOCK_KIND_FLOCK, PIDLOCK_KIND_OFD,
+	  "an OFD-only takeover left flock held by its probe" },
+	{ PIDLOCK_FLOCK_ONLY, PIDLOCK_KIND_OFD, PIDLOCK_KIND_FLOCK,
+	  "a flock-only takeover left the OFD lock held" },
+};
+
 START_TEST(probe_leaves_other_kind_free)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, PIDLOCK_OFD_ONLY);
+	struct pidlock *l = tu_new(p, probes[_i].flags);
 
 	abandoned(p);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert(names_us(p));
-	ck_assert_msg(other_can_lock(p, PIDLOCK_KIND_FLOCK, false) == 1,
-		      "an OFD-only takeover left flock held by its probe");
-	ck_assert_int_eq(other_can_lock(p, PIDLOCK_KIND_OFD, false), 0);
-	pidlock_free(l);
-
-	l = tu_new(p, PIDLOCK_FLOCK_ONLY);
-	abandoned(p);
-	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	ck_assert(names_us(p));
-	ck_assert_msg(other_can_lock(p, PIDLOCK_KIND_OFD, false) == 1,
-		      "a flock-only takeover left the OFD lock held");
-	ck_assert_int_eq(other_can_lock(p, PIDLOCK_KIND_FLOCK, false), 0);
+	ck_assert_msg(other_can_lock(p, probes[_i].free, false) == 1, "%s",
+		      probes[_i].what);
+	ck_assert_int_eq(other_can_lock(p, probes[_i].held, false), 0);
 	pidlock_free(l);
 }
 END_TEST
@@ -866,7 +868,8 @@ int main(void)
 	const struct tu_case cases[] = {
 		{ recheck_after_other_kinds, 1 },
 		{ exec_does_not_carry_lock, 1 },
-		{ probe_leaves_other_kind_free, 1 },
+		{ probe_leaves_other_kind_free,
+		  sizeof(probes) / sizeof(probes[0]) },
 		{ single_kind_holders_exclude, 1 },
 		{ repair_removes_only_own_temp, 1 },
 		{ refresh_never_torn, 1 },

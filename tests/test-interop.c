@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +168,27 @@ static int shell_worker(struct tu_child *c, void *arg)
 	return 127;
 }
 
+/* Runs the shell command of a peer that takes the lock at path and keeps
+ * it; once the peer has made the file and had time to lock it, our try
+ * with l must find it held. */
+static void peer_holds(struct tu_child *c, const char *cmd, const char *path,
+		       struct pidlock *l)
+{
+	tu_spawn(c, shell_worker, (void *)(uintptr_t)cmd);
+	while (!tu_exists(path))
+		usleep(1000);
+	usleep(50 * 1000);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+}
+
+/* The peer dies: what it leaves (an empty file) is ours once the grace
+ * has passed. */
+static void peer_dies(struct tu_child *c, struct pidlock *l)
+{
+	tu_kill(c);
+	ck_assert_int_eq(pidlock_acquire(l, 2000), 0);
+}
+
 static void run_jobs(struct tu_child *kids, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -271,37 +293,59 @@ START_TEST(with_lock_ex_counter)
 }
 END_TEST
 
-/* with-lock-ex -q gives up while we hold; we see its hold. */
-START_TEST(with_lock_ex_excludes)
+/*
+ * Exclusion both ways with a shell peer on x.lock: while we hold it,
+ * refused(bin, path) checks that the peer is kept out; then the peer runs
+ * `exec BIN HOLD_ARGS PATH sleep 30` and keeps us out until it dies (and
+ * seen(), if any, checks what we see of its hold).
+ */
+static void excludes_both_ways(const char *bin, const char *hold_args,
+			       void (*refused)(const char *bin, const char *path),
+			       void (*seen)(struct pidlock *l, const char *path,
+					    pid_t peer_pid))
 {
-	const char *wle = peer("WITH_LOCK_EX");
 	const char *p = tu_path("x.lock");
-	struct pidlock *l;
-	struct pidlock_info info;
+	struct pidlock *l = tu_new(p, 0);
 	struct tu_child c;
 	char cmd[4096];
 
-	ck_assert_int_eq(pidlock_new(&l, p, 0), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	ck_assert_int_eq(tu_sh("'%s' -q '%s' touch '%s'", wle, p,
+	refused(bin, p);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	snprintf(cmd, sizeof(cmd), "exec '%s' %s '%s' sleep 30", bin, hold_args,
+		 p);
+	peer_holds(&c, cmd, p, l);
+	if (seen)
+		seen(l, p, c.pid);
+	peer_dies(&c, l);
+	pidlock_free(l);
+}
+
+/* with-lock-ex -q gives up while we hold (it does not run its command). */
+static void wle_refused(const char *bin, const char *path)
+{
+	ck_assert_int_eq(tu_sh("'%s' -q '%s' touch '%s'", bin, path,
 			       tu_path("ran")), 0);
 	ck_assert(!tu_exists(tu_path("ran")));
-	ck_assert_int_eq(pidlock_release(l), 0);
-	snprintf(cmd, sizeof(cmd), "exec '%s' -w '%s' sleep 30", wle, p);
-	tu_spawn(&c, shell_worker, cmd);
-	while (!tu_exists(p))
-		usleep(1000);
-	usleep(50 * 1000);
-	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+}
+
+/* Its hold is an fcntl lock of its own pid: a holder, in the OFD family. */
+static void wle_seen(struct pidlock *l, const char *path, pid_t peer_pid)
+{
+	struct pidlock_info info;
+
 	ck_assert_int_eq(pidlock_holder(l, &info), 0);
 	ck_assert_uint_eq(info.kernel_locks, PIDLOCK_KIND_OFD);
-	ck_assert_int_eq(info.kernel_pid, c.pid);
-	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.kernel_pid, peer_pid);
+	ck_assert_int_eq(pidlock_inspect(path, &info, 0), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD);
-	tu_kill(&c);
-	/* Its empty leftover is taken over once the grace has passed. */
-	ck_assert_int_eq(pidlock_acquire(l, 2000), 0);
-	pidlock_free(l);
+}
+
+/* with-lock-ex and libpidlock exclude each other both ways; we see its
+ * hold. */
+START_TEST(with_lock_ex_excludes)
+{
+	excludes_both_ways(peer("WITH_LOCK_EX"), "-w", wle_refused, wle_seen);
 }
 END_TEST
 
@@ -315,31 +359,19 @@ START_TEST(flock1_keep_file_counter)
 }
 END_TEST
 
-/* flock(1) and libpidlock exclude each other both ways. */
+/* flock(1) -n gives up while we hold, in either family. */
+static void flock1_refused(const char *bin, const char *path)
+{
+	ck_assert_int_eq(tu_sh("'%s' -n '%s' true", bin, path), 1);
+	ck_assert_int_eq(tu_sh("'%s' --fcntl -n '%s' true 2>/dev/null || "
+			       "exit 1", bin, path), 1);
+}
+
+/* flock(1) and libpidlock exclude each other both ways.  -o: the lock
+ * stays with flock(1), not with the sleep it runs. */
 START_TEST(flock1_excludes)
 {
-	const char *fl = peer("FLOCK");
-	const char *p = tu_path("x.lock");
-	struct pidlock *l;
-	struct tu_child c;
-	char cmd[4096];
-
-	ck_assert_int_eq(pidlock_new(&l, p, 0), 0);
-	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	ck_assert_int_eq(tu_sh("'%s' -n '%s' true", fl, p), 1);
-	ck_assert_int_eq(tu_sh("'%s' --fcntl -n '%s' true 2>/dev/null || "
-			       "exit 1", fl, p), 1);
-	ck_assert_int_eq(pidlock_release(l), 0);
-	/* -o: the lock stays with flock(1), not with the sleep it runs. */
-	snprintf(cmd, sizeof(cmd), "exec '%s' -o '%s' sleep 30", fl, p);
-	tu_spawn(&c, shell_worker, cmd);
-	while (!tu_exists(p))
-		usleep(1000);
-	usleep(50 * 1000);
-	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
-	tu_kill(&c);
-	ck_assert_int_eq(pidlock_acquire(l, 2000), 0);
-	pidlock_free(l);
+	excludes_both_ways(peer("FLOCK"), "-o", flock1_refused, NULL);
 }
 END_TEST
 
