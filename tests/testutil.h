@@ -77,8 +77,8 @@ struct tu_case {
 	int runs;
 };
 /* Runs the tests of `cases` (up to a NULL test) as one test case, each
- * with the given timeout in seconds (0: Check's own) and a fresh tu_dir() removed after
- * it, and exits as tu_run_suite() does. */
+ * with the given timeout in seconds (0: Check's own) and a fresh tu_dir()
+ * removed after it, and exits as tu_run_suite() does. */
 void tu_run_cases(const char *suite, const char *tcase, int timeout,
 		  const struct tu_case *cases) __attribute__((noreturn));
 
