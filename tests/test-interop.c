@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,27 +167,6 @@ static int shell_worker(struct tu_child *c, void *arg)
 	return 127;
 }
 
-/* Runs the shell command of a peer that takes the lock at path and keeps
- * it; once the peer has made the file and had time to lock it, our try
- * with l must find it held. */
-static void peer_holds(struct tu_child *c, const char *cmd, const char *path,
-		       struct pidlock *l)
-{
-	tu_spawn(c, shell_worker, (void *)(uintptr_t)cmd);
-	while (!tu_exists(path))
-		usleep(1000);
-	usleep(50 * 1000);
-	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
-}
-
-/* The peer dies: what it leaves (an empty file) is ours once the grace
- * has passed. */
-static void peer_dies(struct tu_child *c, struct pidlock *l)
-{
-	tu_kill(c);
-	ck_assert_int_eq(pidlock_acquire(l, 2000), 0);
-}
-
 static void run_jobs(struct tu_child *kids, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -314,10 +292,16 @@ static void excludes_both_ways(const char *bin, const char *hold_args,
 	ck_assert_int_eq(pidlock_release(l), 0);
 	snprintf(cmd, sizeof(cmd), "exec '%s' %s '%s' sleep 30", bin, hold_args,
 		 p);
-	peer_holds(&c, cmd, p, l);
+	tu_spawn(&c, shell_worker, cmd);
+	while (!tu_exists(p))
+		usleep(1000);
+	usleep(50 * 1000);	/* time to take its lock on the file it made */
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	if (seen)
 		seen(l, p, c.pid);
-	peer_dies(&c, l);
+	tu_kill(&c);
+	/* Its empty leftover is taken over once the grace has passed. */
+	ck_assert_int_eq(pidlock_acquire(l, 2000), 0);
 	pidlock_free(l);
 }
 
