@@ -52,143 +52,81 @@ START_TEST(format_longest)
 }
 END_TEST
 
-START_TEST(parse_spec_record)
+/*
+ * What the reader makes of a record: every field of struct content that
+ * these cases are about, as a field left out of a row is expected 0 (or
+ * false, or an empty tag).
+ */
+static const struct parse_case {
+	const char *in;
+	pid_t pid, bare_pid;
+	bool has_ts;
+	int64_t ts;
+	unsigned int marker;
+	bool spec;
+	const char *tag;
+} parse_cases[] = {
+	{ .in = "pid=12345\ntimestamp=1703520000\ntag=deploy-v1.2.3\n", .pid = 12345,
+	  .has_ts = true, .ts = 1703520000, .spec = true, .tag = "deploy-v1.2.3" },
+	/* CRLF, blank lines, white space around keys and values */
+	{ .in = "\r\n  pid=42\r\n\r\n\ttimestamp=9 \r\nlock=ofd\r\n", .pid = 42,
+	  .has_ts = true, .ts = 9, .marker = PIDLOCK_KIND_OFD, .spec = true },
+	/* a lone CR is not a line end: the record is one bad line */
+	{ .in = "pid=42\rtimestamp=9\r" },
+	/* unknown keys and lines without '=' are passed over */
+	{ .in = "hello\nfoo=bar\npid=5\nnonsense line\ntimestamp=6\nx=\n", .pid = 5,
+	  .has_ts = true, .ts = 6, .spec = true },
+	/* duplicates: the last wins, even when it is invalid (as the spec's
+	 * reference readers do), which makes the record unparsable */
+	{ .in = "pid=5\ntimestamp=6\npid=7\n", .pid = 7, .has_ts = true, .ts = 6,
+	  .spec = true },
+	{ .in = "pid=5\ntimestamp=6\npid=oops\n", .has_ts = true, .ts = 6 },
+	{ .in = "pid=5\ntimestamp=6\ntimestamp=-1\n", .pid = 5 },
+	/* a bare pid (libbsd pidfile(3), liblockfile): only the first
+	 * non-blank line counts */
+	{ .in = "1234\n", .bare_pid = 1234 },
+	{ .in = "\n\n 99 \npid=100\ntimestamp=1\n", .pid = 100, .bare_pid = 99,
+	  .has_ts = true, .ts = 1, .spec = true },
+	{ .in = "pid=100\n99\n", .pid = 100 },
+	/* pids: decimal, positive, within pid_t, nothing around them */
+	{ .in = "pid=0" }, { .in = "pid=-1" }, { .in = "pid=12abc" },
+	{ .in = "pid=" }, { .in = "pid=+5" }, { .in = "pid= 5" },
+	{ .in = "pid=2147483648" }, { .in = "pid=99999999999999999999" },
+	{ .in = "pid=2147483647", .pid = 2147483647 },
+	/* timestamps: decimal, not negative, within int64_t */
+	{ .in = "timestamp=9223372036854775807", .has_ts = true, .ts = INT64_MAX },
+	{ .in = "timestamp=9223372036854775808" },
+	{ .in = "timestamp=18446744073709551616" },
+	{ .in = "timestamp=-5" }, { .in = "timestamp=1.5" },
+	{ .in = "timestamp=0", .has_ts = true },
+	/* the marker: known kinds in any order, unknown ones passed over,
+	 * the last lock= line wins */
+	{ .in = "lock=flock,ofd", .marker = KINDS_ALL },
+	{ .in = "lock=ofd,flock,future", .marker = KINDS_ALL },
+	{ .in = "lock=future" },
+	{ .in = "lock=flock\nlock=" },
+	/* a UTF-8 byte order mark before the first key */
+	{ .in = "\xEF\xBB\xBFpid=3\ntimestamp=4\n", .pid = 3, .has_ts = true, .ts = 4,
+	  .spec = true },
+};
+
+START_TEST(parse_table)
 {
+	const struct parse_case *want = &parse_cases[_i];
 	struct content c;
 
-	parse("pid=12345\ntimestamp=1703520000\ntag=deploy-v1.2.3\n", &c);
-	ck_assert_int_eq(c.pid, 12345);
-	ck_assert(c.has_timestamp);
-	ck_assert(c.timestamp == 1703520000);
-	ck_assert_str_eq(c.tag, "deploy-v1.2.3");
-	ck_assert_uint_eq(c.marker, 0);
-	ck_assert(content_is_spec(&c));
-}
-END_TEST
-
-START_TEST(parse_crlf_blank_spaces)
-{
-	struct content c;
-
-	parse("\r\n  pid=42\r\n\r\n\ttimestamp=9 \r\nlock=ofd\r\n", &c);
-	ck_assert_int_eq(c.pid, 42);
-	ck_assert(c.timestamp == 9);
-	ck_assert_uint_eq(c.marker, PIDLOCK_KIND_OFD);
-}
-END_TEST
-
-/* A lone CR is not a line end: the record is one bad line. */
-START_TEST(parse_lone_cr)
-{
-	struct content c;
-
-	parse("pid=42\rtimestamp=9\r", &c);
-	ck_assert_int_eq(c.pid, 0);
-	ck_assert(!c.has_timestamp);
-	ck_assert(!content_is_spec(&c));
-}
-END_TEST
-
-START_TEST(parse_unknown_keys_and_no_equals)
-{
-	struct content c;
-
-	parse("hello\nfoo=bar\npid=5\nnonsense line\ntimestamp=6\nx=\n", &c);
-	ck_assert_int_eq(c.pid, 5);
-	ck_assert(c.timestamp == 6);
-	ck_assert_int_eq(c.bare_pid, 0);
-}
-END_TEST
-
-/* Duplicates: the last wins, even when it is invalid (as the spec's
- * reference readers do), which makes the record unparsable. */
-START_TEST(parse_duplicates)
-{
-	struct content c;
-
-	parse("pid=5\ntimestamp=6\npid=7\n", &c);
-	ck_assert_int_eq(c.pid, 7);
-	parse("pid=5\ntimestamp=6\npid=oops\n", &c);
-	ck_assert_int_eq(c.pid, 0);
-	ck_assert(!content_is_spec(&c));
-	parse("pid=5\ntimestamp=6\ntimestamp=-1\n", &c);
-	ck_assert(!c.has_timestamp);
-}
-END_TEST
-
-START_TEST(parse_bare_pid)
-{
-	struct content c;
-
-	parse("1234\n", &c);	/* libbsd pidfile(3), liblockfile */
-	ck_assert_int_eq(c.bare_pid, 1234);
-	ck_assert_int_eq(c.pid, 0);
-	ck_assert(!content_is_spec(&c));
-	parse("\n\n 99 \npid=100\ntimestamp=1\n", &c);
-	ck_assert_int_eq(c.bare_pid, 99);
-	ck_assert_int_eq(c.pid, 100);
-	parse("pid=100\n99\n", &c);	/* only the first line counts */
-	ck_assert_int_eq(c.bare_pid, 0);
-}
-END_TEST
-
-START_TEST(parse_bad_pids)
-{
-	static const char *bad[] = { "pid=0", "pid=-1", "pid=12abc", "pid=",
-				     "pid=+5", "pid= 5", "pid=2147483648",
-				     "pid=99999999999999999999" };
-	struct content c;
-
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		parse(bad[i], &c);
-		ck_assert_msg(c.pid == 0, "%s parsed as %d", bad[i], c.pid);
-	}
-	parse("pid=2147483647", &c);
-	ck_assert_int_eq(c.pid, 2147483647);
-}
-END_TEST
-
-START_TEST(parse_timestamps)
-{
-	struct content c;
-
-	parse("timestamp=9223372036854775807", &c);
-	ck_assert(c.has_timestamp && c.timestamp == INT64_MAX);
-	parse("timestamp=9223372036854775808", &c);
-	ck_assert(!c.has_timestamp);
-	parse("timestamp=18446744073709551616", &c);
-	ck_assert(!c.has_timestamp);
-	parse("timestamp=-5", &c);
-	ck_assert(!c.has_timestamp);
-	parse("timestamp=1.5", &c);
-	ck_assert(!c.has_timestamp);
-	parse("timestamp=0", &c);
-	ck_assert(c.has_timestamp && c.timestamp == 0);
-}
-END_TEST
-
-START_TEST(parse_marker)
-{
-	struct content c;
-
-	parse("lock=flock,ofd", &c);
-	ck_assert_uint_eq(c.marker, KINDS_ALL);
-	parse("lock=ofd,flock,future", &c);
-	ck_assert_uint_eq(c.marker, KINDS_ALL);
-	parse("lock=future", &c);
-	ck_assert_uint_eq(c.marker, 0);
-	parse("lock=flock\nlock=", &c);
-	ck_assert_uint_eq(c.marker, 0);
-}
-END_TEST
-
-START_TEST(parse_bom)
-{
-	struct content c;
-
-	parse("\xEF\xBB\xBFpid=3\ntimestamp=4\n", &c);
-	ck_assert_int_eq(c.pid, 3);
-	ck_assert(content_is_spec(&c));
+	parse(want->in, &c);
+	ck_assert_msg(c.pid == want->pid, "%s: pid %d", want->in, c.pid);
+	ck_assert_msg(c.bare_pid == want->bare_pid, "%s: bare pid %d", want->in,
+		      c.bare_pid);
+	ck_assert_msg(c.has_timestamp == want->has_ts &&
+		      (!want->has_ts || c.timestamp == want->ts),
+		      "%s: timestamp %d %lld", want->in, c.has_timestamp,
+		      (long long)c.timestamp);
+	ck_assert_msg(c.marker == want->marker, "%s: marker %u", want->in,
+		      c.marker);
+	ck_assert_msg(content_is_spec(&c) == want->spec, "%s: spec", want->in);
+	ck_assert_str_eq(c.tag, want->tag ? want->tag : "");
 }
 END_TEST
 
@@ -241,23 +179,14 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("content");
-	TCase *tc = tcase_create("format");
+	const struct tu_case cases[] = {
+		{ format_record, 1 },
+		{ format_longest, 1 },
+		{ parse_table, sizeof(parse_cases) / sizeof(parse_cases[0]) },
+		{ parse_binary, 1 },
+		{ tag_cleaning, 1 },
+		{ NULL, 0 },
+	};
 
-	tcase_add_test(tc, format_record);
-	tcase_add_test(tc, format_longest);
-	tcase_add_test(tc, parse_spec_record);
-	tcase_add_test(tc, parse_crlf_blank_spaces);
-	tcase_add_test(tc, parse_lone_cr);
-	tcase_add_test(tc, parse_unknown_keys_and_no_equals);
-	tcase_add_test(tc, parse_duplicates);
-	tcase_add_test(tc, parse_bare_pid);
-	tcase_add_test(tc, parse_bad_pids);
-	tcase_add_test(tc, parse_timestamps);
-	tcase_add_test(tc, parse_marker);
-	tcase_add_test(tc, parse_bom);
-	tcase_add_test(tc, parse_binary);
-	tcase_add_test(tc, tag_cleaning);
-	suite_add_tcase(s, tc);
-	tu_run_suite(s);
+	tu_run_cases("content", "format", 0, cases);
 }

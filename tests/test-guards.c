@@ -431,26 +431,28 @@ END_TEST
 /* Rule A tests the kinds we did not take: flock by taking it without
  * waiting, then LOCK_UN.  After an OFD-only takeover, another process can
  * take flock (and not the OFD lock); the reverse after a flock-only one. */
+static const struct {
+	unsigned int flags;	/* ours */
+	unsigned int free, held;	/* kinds another process then finds */
+	const char *what;
+} probes[] = {
+	{ PIDLOCK_OFD_ONLY, PIDLOCK_KIND_FLOCK, PIDLOCK_KIND_OFD,
+	  "an OFD-only takeover left flock held by its probe" },
+	{ PIDLOCK_FLOCK_ONLY, PIDLOCK_KIND_OFD, PIDLOCK_KIND_FLOCK,
+	  "a flock-only takeover left the OFD lock held" },
+};
+
 START_TEST(probe_leaves_other_kind_free)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, PIDLOCK_OFD_ONLY);
+	struct pidlock *l = tu_new(p, probes[_i].flags);
 
 	abandoned(p);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert(names_us(p));
-	ck_assert_msg(other_can_lock(p, PIDLOCK_KIND_FLOCK, false) == 1,
-		      "an OFD-only takeover left flock held by its probe");
-	ck_assert_int_eq(other_can_lock(p, PIDLOCK_KIND_OFD, false), 0);
-	pidlock_free(l);
-
-	l = tu_new(p, PIDLOCK_FLOCK_ONLY);
-	abandoned(p);
-	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	ck_assert(names_us(p));
-	ck_assert_msg(other_can_lock(p, PIDLOCK_KIND_OFD, false) == 1,
-		      "a flock-only takeover left the OFD lock held");
-	ck_assert_int_eq(other_can_lock(p, PIDLOCK_KIND_FLOCK, false), 0);
+	ck_assert_msg(other_can_lock(p, probes[_i].free, false) == 1, "%s",
+		      probes[_i].what);
+	ck_assert_int_eq(other_can_lock(p, probes[_i].held, false), 0);
 	pidlock_free(l);
 }
 END_TEST
@@ -480,9 +482,7 @@ START_TEST(single_kind_holders_exclude)
 		if (flags[i] != PIDLOCK_FLOCK_ONLY)
 			ck_assert_int_eq(other_can_lock(p, PIDLOCK_KIND_OFD,
 							true), 0);
-		tu_tell(&c, 'R');
-		ck_assert_int_eq(tu_join(&c), 0);
-		ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+		tu_release_to(&c, l);
 		pidlock_free(l);
 	}
 }
@@ -547,20 +547,63 @@ END_TEST
 #define LONG_TAG "a-rather-long-tag-so-that-the-old-record-is-longer-than-the-new-one"
 static const char *const refresh_tags[] = { LONG_TAG, "s", NULL };
 
-static int refresher(void *arg)
+/* What the traced program of the two spec-reader guards does: */
+enum cycles {
+	ACQUIRE_RELEASE,	/* acquire and release, three times */
+	REFRESH_SHORTER,	/* hold, and rewrite the record three times to
+				 * a shorter one and back */
+};
+
+static int one_cycle(struct pidlock *l, enum cycles what)
 {
+	if (what == ACQUIRE_RELEASE)
+		return pidlock_acquire(l, 0) < 0 || pidlock_release(l) < 0;
+	return pidlock_set_tag(l, "s") < 0 || pidlock_refresh(l) < 0 ||
+	       pidlock_set_tag(l, LONG_TAG) < 0 || pidlock_refresh(l) < 0;
+}
+
+static int cycles_fn(void *arg)
+{
+	enum cycles what = (enum cycles)(uintptr_t)arg;
 	struct pidlock *l;
 
-	if (pidlock_new(&l, arg, 0) < 0 || pidlock_set_tag(l, LONG_TAG) < 0 ||
-	    pidlock_acquire(l, 0) < 0)
+	if (pidlock_new(&l, tu_path("a.lock"), 0) < 0)
 		return 2;
-	for (int i = 0; i < 3; i++) {
-		if (pidlock_set_tag(l, "s") < 0 || pidlock_refresh(l) < 0 ||
-		    pidlock_set_tag(l, LONG_TAG) < 0 || pidlock_refresh(l) < 0)
+	if (what == REFRESH_SHORTER &&
+	    (pidlock_set_tag(l, LONG_TAG) < 0 || pidlock_acquire(l, 0) < 0))
+		return 2;
+	for (int i = 0; i < 3; i++)
+		if (one_cycle(l, what))
 			return 3;
-	}
 	pidlock_free(l);
 	return 0;
+}
+
+/*
+ * Runs the cycles `what` traced, with a spec reader of a.lock at every
+ * system call: fails unless the reader looked more than min_looks times
+ * and saw one whole record (tag= one of tags, NULL: any) each time.  Not
+ * run where the library publishes in place, where a new file is empty
+ * for a moment by design (doc/protocol.md, section 3), nor under
+ * valgrind.
+ */
+static void reader_sees_whole_records(const char *test, enum cycles what,
+				      const char *const *tags, int min_looks)
+{
+	struct reader r = { tu_path("a.lock"), 0, tags, 0, 0, "" };
+
+	if (tu_in_place()) {
+		fprintf(stderr, "%s: not run: the library publishes in place "
+			"here\n", test);
+		return;
+	}
+	if (under_valgrind())
+		return;
+	ck_assert_int_eq(traced(cycles_fn, (void *)(uintptr_t)what,
+				read_at_entry, &r), 0);
+	ck_assert_int_gt(r.looks, min_looks);
+	ck_assert_msg(r.bad == 0, "%s: the spec reader saw a torn or "
+		      "incomplete record %d times:\n'%s'", test, r.bad, r.seen);
 }
 
 /* Refresh rewrites in place with the no-torn-read rule: a spec reader
@@ -568,41 +611,12 @@ static int refresher(void *arg)
  * one whole record, never the new one with the old one's tail. */
 START_TEST(refresh_never_torn)
 {
-	struct reader r = { tu_path("a.lock"), 0, refresh_tags, 0, 0, "" };
-
-	/* In place, the new file is empty for a moment by design
-	 * (doc/protocol.md, section 3): what this guards does not hold. */
-	if (tu_in_place()) {
-		fprintf(stderr, "refresh_never_torn: not run: the library publishes in "
-			"place here\n");
-		return;
-	}
-	if (under_valgrind())
-		return;
-	ck_assert_int_eq(traced(refresher, (void *)(uintptr_t)r.path, read_at_entry, &r),
-			 0);
-	ck_assert_int_gt(r.looks, 10);
-	ck_assert_msg(r.bad == 0, "spec reader saw a torn record %d times:\n%s",
-		      r.bad, r.seen);
+	reader_sees_whole_records("refresh_never_torn", REFRESH_SHORTER,
+				  refresh_tags, 10);
 }
 END_TEST
 
 /* ---- 6. O_NONBLOCK on the open of an existing file ------------------- */
-
-/* Holds a read lease on path until told 'R'; ignores the lease break. */
-static int lease_holder(struct tu_child *c, void *arg)
-{
-	int fd = open(arg, O_RDONLY | O_CLOEXEC);
-
-	signal(SIGIO, SIG_IGN);
-	if (fd < 0)
-		return 2;
-	if (fcntl(fd, F_SETLEASE, F_RDLCK) < 0)
-		return 3;
-	tu_signal(c, 'L');
-	tu_wait_parent(c);
-	return 0;
-}
 
 static int try_acquire(struct tu_child *c, void *arg)
 {
@@ -644,11 +658,9 @@ START_TEST(lease_does_not_hang)
 	int r;
 
 	abandoned(p);
-	tu_spawn(&c, lease_holder, (void *)(uintptr_t)p);
-	if (tu_wait_signal(&c) != 'L') {
-		/* Leases refused here (file system, fs.leases-enable). */
-		fprintf(stderr, "lease_does_not_hang: no lease (status %d), "
-			"not tested\n", tu_join(&c));
+	if (!tu_lease(&c, p)) {
+		fprintf(stderr, "lease_does_not_hang: no lease here, "
+			"not tested\n");
 		return;
 	}
 	r = acquire_within_2s(p);
@@ -821,48 +833,19 @@ END_TEST
 
 /* ---- 9. the record is written before the name appears ---------------- */
 
-static int acquire_cycles(void *arg)
-{
-	struct pidlock *l;
-
-	if (pidlock_new(&l, arg, 0) < 0)
-		return 2;
-	for (int i = 0; i < 3; i++)
-		if (pidlock_acquire(l, 0) < 0 || pidlock_release(l) < 0)
-			return 3;
-	pidlock_free(l);
-	return 0;
-}
-
 /* Step 2, publish: a spec reader never sees our file empty or half
  * written, at any moment between two system calls of the acquirer. */
 START_TEST(published_record_complete)
 {
-	struct reader r = { tu_path("a.lock"), 0, NULL, 0, 0, "" };
-
-	/* In place, the new file is empty for a moment by design
-	 * (doc/protocol.md, section 3): what this guards does not hold. */
-	if (tu_in_place()) {
-		fprintf(stderr, "published_record_complete: not run: the library publishes in "
-			"place here\n");
-		return;
-	}
-	if (under_valgrind())
-		return;
-	ck_assert_int_eq(traced(acquire_cycles, (void *)(uintptr_t)r.path, read_at_entry,
-				&r), 0);
-	ck_assert_int_gt(r.looks, 0);
-	ck_assert_msg(r.bad == 0, "spec reader saw an incomplete file %d "
-		      "times:\n'%s'", r.bad, r.seen);
+	reader_sees_whole_records("published_record_complete",
+				  ACQUIRE_RELEASE, NULL, 0);
 }
 END_TEST
 
 /* ---- 10. a takeover's timestamp is the moment of acquisition --------- */
 
-START_TEST(takeover_timestamp_is_now)
+TU_LOCK_TEST(takeover_timestamp_is_now, PIDLOCK_NO_SYNC)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, PIDLOCK_NO_SYNC);
 	struct tu_child c;
 	long before, after, ts;
 	ino_t ino;
@@ -878,29 +861,26 @@ START_TEST(takeover_timestamp_is_now)
 	ck_assert_msg(before <= ts && ts <= after,
 		      "takeover timestamp %ld outside [%ld, %ld]", ts, before,
 		      after);
-	pidlock_free(l);
 }
-END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("guards");
-	TCase *tc = tcase_create("guards");
+	const struct tu_case cases[] = {
+		{ recheck_after_other_kinds, 1 },
+		{ exec_does_not_carry_lock, 1 },
+		{ probe_leaves_other_kind_free,
+		  sizeof(probes) / sizeof(probes[0]) },
+		{ single_kind_holders_exclude, 1 },
+		{ repair_removes_only_own_temp, 1 },
+		{ refresh_never_torn, 1 },
+		{ lease_does_not_hang, 1 },
+		{ fifo_swapped_in_late, 1 },
+		{ inspect_symlink_swapped_in_late, 1 },
+		{ nlink_zero_is_gone, 1 },
+		{ published_record_complete, 1 },
+		{ takeover_timestamp_is_now, 1 },
+		{ NULL, 0 },
+	};
 
-	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, recheck_after_other_kinds);
-	tcase_add_test(tc, exec_does_not_carry_lock);
-	tcase_add_test(tc, probe_leaves_other_kind_free);
-	tcase_add_test(tc, single_kind_holders_exclude);
-	tcase_add_test(tc, repair_removes_only_own_temp);
-	tcase_add_test(tc, refresh_never_torn);
-	tcase_add_test(tc, lease_does_not_hang);
-	tcase_add_test(tc, fifo_swapped_in_late);
-	tcase_add_test(tc, inspect_symlink_swapped_in_late);
-	tcase_add_test(tc, nlink_zero_is_gone);
-	tcase_add_test(tc, published_record_complete);
-	tcase_add_test(tc, takeover_timestamp_is_now);
-	suite_add_tcase(s, tc);
-	tu_run_suite(s);
+	tu_run_cases("guards", "guards", 30, cases);
 }

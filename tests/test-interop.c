@@ -271,37 +271,65 @@ START_TEST(with_lock_ex_counter)
 }
 END_TEST
 
-/* with-lock-ex -q gives up while we hold; we see its hold. */
-START_TEST(with_lock_ex_excludes)
+/*
+ * Exclusion both ways with a shell peer on x.lock: while we hold it,
+ * refused(bin, path) checks that the peer is kept out; then the peer runs
+ * `exec BIN HOLD_ARGS PATH sleep 30` and keeps us out until it dies (and
+ * seen(), if any, checks what we see of its hold).
+ */
+static void excludes_both_ways(const char *bin, const char *hold_args,
+			       void (*refused)(const char *bin, const char *path),
+			       void (*seen)(struct pidlock *l, const char *path,
+					    pid_t peer_pid))
 {
-	const char *wle = peer("WITH_LOCK_EX");
 	const char *p = tu_path("x.lock");
-	struct pidlock *l;
-	struct pidlock_info info;
+	struct pidlock *l = tu_new(p, 0);
 	struct tu_child c;
 	char cmd[4096];
 
-	ck_assert_int_eq(pidlock_new(&l, p, 0), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	ck_assert_int_eq(tu_sh("'%s' -q '%s' touch '%s'", wle, p,
-			       tu_path("ran")), 0);
-	ck_assert(!tu_exists(tu_path("ran")));
+	refused(bin, p);
 	ck_assert_int_eq(pidlock_release(l), 0);
-	snprintf(cmd, sizeof(cmd), "exec '%s' -w '%s' sleep 30", wle, p);
+	snprintf(cmd, sizeof(cmd), "exec '%s' %s '%s' sleep 30", bin, hold_args,
+		 p);
 	tu_spawn(&c, shell_worker, cmd);
 	while (!tu_exists(p))
 		usleep(1000);
-	usleep(50 * 1000);
+	usleep(50 * 1000);	/* time to take its lock on the file it made */
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
-	ck_assert_int_eq(pidlock_holder(l, &info), 0);
-	ck_assert_uint_eq(info.kernel_locks, PIDLOCK_KIND_OFD);
-	ck_assert_int_eq(info.kernel_pid, c.pid);
-	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
-	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD);
+	if (seen)
+		seen(l, p, c.pid);
 	tu_kill(&c);
 	/* Its empty leftover is taken over once the grace has passed. */
 	ck_assert_int_eq(pidlock_acquire(l, 2000), 0);
 	pidlock_free(l);
+}
+
+/* with-lock-ex -q gives up while we hold (it does not run its command). */
+static void wle_refused(const char *bin, const char *path)
+{
+	ck_assert_int_eq(tu_sh("'%s' -q '%s' touch '%s'", bin, path,
+			       tu_path("ran")), 0);
+	ck_assert(!tu_exists(tu_path("ran")));
+}
+
+/* Its hold is an fcntl lock of its own pid: a holder, in the OFD family. */
+static void wle_seen(struct pidlock *l, const char *path, pid_t peer_pid)
+{
+	struct pidlock_info info;
+
+	ck_assert_int_eq(pidlock_holder(l, &info), 0);
+	ck_assert_uint_eq(info.kernel_locks, PIDLOCK_KIND_OFD);
+	ck_assert_int_eq(info.kernel_pid, peer_pid);
+	ck_assert_int_eq(pidlock_inspect(path, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD);
+}
+
+/* with-lock-ex and libpidlock exclude each other both ways; we see its
+ * hold. */
+START_TEST(with_lock_ex_excludes)
+{
+	excludes_both_ways(peer("WITH_LOCK_EX"), "-w", wle_refused, wle_seen);
 }
 END_TEST
 
@@ -315,31 +343,19 @@ START_TEST(flock1_keep_file_counter)
 }
 END_TEST
 
-/* flock(1) and libpidlock exclude each other both ways. */
+/* flock(1) -n gives up while we hold, in either family. */
+static void flock1_refused(const char *bin, const char *path)
+{
+	ck_assert_int_eq(tu_sh("'%s' -n '%s' true", bin, path), 1);
+	ck_assert_int_eq(tu_sh("'%s' --fcntl -n '%s' true 2>/dev/null || "
+			       "exit 1", bin, path), 1);
+}
+
+/* flock(1) and libpidlock exclude each other both ways.  -o: the lock
+ * stays with flock(1), not with the sleep it runs. */
 START_TEST(flock1_excludes)
 {
-	const char *fl = peer("FLOCK");
-	const char *p = tu_path("x.lock");
-	struct pidlock *l;
-	struct tu_child c;
-	char cmd[4096];
-
-	ck_assert_int_eq(pidlock_new(&l, p, 0), 0);
-	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	ck_assert_int_eq(tu_sh("'%s' -n '%s' true", fl, p), 1);
-	ck_assert_int_eq(tu_sh("'%s' --fcntl -n '%s' true 2>/dev/null || "
-			       "exit 1", fl, p), 1);
-	ck_assert_int_eq(pidlock_release(l), 0);
-	/* -o: the lock stays with flock(1), not with the sleep it runs. */
-	snprintf(cmd, sizeof(cmd), "exec '%s' -o '%s' sleep 30", fl, p);
-	tu_spawn(&c, shell_worker, cmd);
-	while (!tu_exists(p))
-		usleep(1000);
-	usleep(50 * 1000);
-	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
-	tu_kill(&c);
-	ck_assert_int_eq(pidlock_acquire(l, 2000), 0);
-	pidlock_free(l);
+	excludes_both_ways(peer("FLOCK"), "-o", flock1_refused, NULL);
 }
 END_TEST
 
@@ -398,18 +414,16 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("interop");
-	TCase *tc = tcase_create("peers");
+	const struct tu_case cases[] = {
+		{ spec_peer_counter, 1 },
+		{ refresh_keeps_spec_peers_away, 1 },
+		{ with_lock_ex_counter, 1 },
+		{ with_lock_ex_excludes, 1 },
+		{ flock1_keep_file_counter, 1 },
+		{ flock1_excludes, 1 },
+		{ libbsd_pidfile, 1 },
+		{ NULL, 0 },
+	};
 
-	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, spec_peer_counter);
-	tcase_add_test(tc, refresh_keeps_spec_peers_away);
-	tcase_add_test(tc, with_lock_ex_counter);
-	tcase_add_test(tc, with_lock_ex_excludes);
-	tcase_add_test(tc, flock1_keep_file_counter);
-	tcase_add_test(tc, flock1_excludes);
-	tcase_add_test(tc, libbsd_pidfile);
-	suite_add_tcase(s, tc);
-	tu_run_suite(s);
+	tu_run_cases("interop", "peers", 60, cases);
 }

@@ -27,10 +27,8 @@ static const char *pid_line(pid_t pid)
 }
 
 /* Rule "content": pid=, timestamp=, tag=, lock= marker; LF endings. */
-START_TEST(acquire_writes_record)
+TU_LOCK_TEST(acquire_writes_record, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	char want[256];
 	long now = (long)time(NULL);
 	struct stat st;
@@ -49,9 +47,7 @@ START_TEST(acquire_writes_record)
 	ck_assert_int_eq(st.st_nlink, 1);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert(!tu_exists(p));
-	pidlock_free(l);
 }
-END_TEST
 
 /* Rule "plain pid": the bare pid leads, for PIDFile= and pkill -F. */
 START_TEST(plain_pid_first_line)
@@ -96,10 +92,8 @@ END_TEST
 
 /* Rule "held", flock half: a flock(2) holder (fslock-guard, flock(1),
  * libbsd) on the file at the path keeps us out. */
-START_TEST(flock_holder_excludes)
+TU_LOCK_TEST(flock_holder_excludes, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 
 	ck_assert_int_ge(fd, 0);
@@ -111,9 +105,7 @@ START_TEST(flock_holder_excludes)
 	close(fd);
 	/* Its fresh empty file is ours once the grace has passed. */
 	ck_assert_int_eq(pidlock_acquire(l, 2000), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 static int posix_hold(struct tu_child *c, void *arg)
 {
@@ -130,10 +122,8 @@ static int posix_hold(struct tu_child *c, void *arg)
 
 /* Rule "held", OFD half: a classic fcntl lock on byte 0 (with-lock-ex's
  * protocol) keeps us out. */
-START_TEST(fcntl_holder_excludes)
+TU_LOCK_TEST(fcntl_holder_excludes, 0)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct tu_child c;
 
 	tu_spawn(&c, posix_hold, p);
@@ -145,15 +135,11 @@ START_TEST(fcntl_holder_excludes)
 	ck_assert_int_eq(tu_join(&c), 0);
 	pidlock_set_grace(l, 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Rule "held": our lock keeps both families out. */
-START_TEST(we_exclude_both_families)
+TU_LOCK_TEST(we_exclude_both_families, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
 			    .l_start = 0, .l_len = 1 };
 	int fd;
@@ -166,9 +152,7 @@ START_TEST(we_exclude_both_families)
 	ck_assert_int_eq(fcntl(fd, F_OFD_SETLK, &fl), -1);
 	ck_assert_int_eq(errno, EAGAIN);
 	close(fd);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Flags select the kinds; the marker names what was taken. */
 START_TEST(kind_flags)
@@ -212,9 +196,7 @@ START_TEST(mixed_flags_exclude)
 	l = tu_new(p, PIDLOCK_FLOCK_ONLY);
 	tu_hold(&c, p, PIDLOCK_OFD_ONLY);
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
-	tu_tell(&c, 'R');
-	ck_assert_int_eq(tu_join(&c), 0);
-	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	tu_release_to(&c, l);
 	pidlock_free(l);
 }
 END_TEST
@@ -233,10 +215,8 @@ static int crash_holder(struct tu_child *c, void *arg)
 /* Rule A (marker) and "never stale": after SIGKILL of a holder its file
  * stays, with a fresh timestamp, and the next acquirer takes it at once.
  * Without the marker rule it would look like a live spec-only lock. */
-START_TEST(sigkill_holder_next_gets_it_at_once)
+TU_LOCK_TEST(sigkill_holder_next_gets_it_at_once, 0)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
 	struct tu_child c;
 	ino_t ino;
@@ -255,51 +235,36 @@ START_TEST(sigkill_holder_next_gets_it_at_once)
 	/* Taken over in place: same inode, our record. */
 	ck_assert_uint_eq(tu_ino(p), ino);
 	ck_assert(strncmp(tu_read(p), pid_line(getpid()), strlen(pid_line(getpid()))) == 0);
-	pidlock_free(l);
-}
-END_TEST
-
-static void spec_file(const char *path, pid_t pid, long age)
-{
-	char buf[128];
-
-	snprintf(buf, sizeof(buf), "pid=%ld\ntimestamp=%ld\ntag=spec\n",
-		 (long)pid, (long)time(NULL) - age);
-	tu_write(path, buf);
 }
 
 /* Rule B: a spec-only holder holds until stale = old AND pid dead. */
-START_TEST(spec_holder_rules)
+TU_LOCK_TEST(spec_holder_rules, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
 	pid_t dead = tu_dead_pid();
 
-	spec_file(p, getppid(), 0);			/* fresh, alive */
+	tu_write_spec(p, getppid(), 0, "spec");	/* fresh, alive */
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	ck_assert_int_eq(pidlock_holder(l, &info), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_SPEC);
 	ck_assert_int_eq(info.pid, getppid());
 	ck_assert_str_eq(info.tag, "spec");
-	spec_file(p, dead, 0);				/* fresh, dead */
+	tu_write_spec(p, dead, 0, "spec");	/* fresh, dead */
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
-	spec_file(p, getppid(), 7200);			/* old, alive */
+	tu_write_spec(p, getppid(), 7200, "spec");	/* old, alive */
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
-	spec_file(p, dead, 3590);			/* not old enough */
+	tu_write_spec(p, dead, 3590, "spec");	/* not old enough */
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	ck_assert_int_eq(pidlock_set_stale_timeout(l, 60), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);	/* old for 60 s */
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_int_eq(pidlock_set_stale_timeout(l, 3600), 0);
-	spec_file(p, dead, 3700);			/* old and dead */
+	tu_write_spec(p, dead, 3700, "spec");	/* old and dead */
 	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_STALE);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert(strncmp(tu_read(p), pid_line(getpid()), strlen(pid_line(getpid()))) == 0);
-	pidlock_free(l);
 }
-END_TEST
 
 static int late_writer(struct tu_child *c, void *arg)
 {
@@ -322,10 +287,8 @@ static int late_writer(struct tu_child *c, void *arg)
 /* Rule C: a fresh incomplete file may be a spec-only peer between its
  * O_EXCL create and its write: a try reports it busy at once; a wait
  * watches for the write, and then sees a spec-only holder. */
-START_TEST(grace_waits_for_spec_writer)
+TU_LOCK_TEST(grace_waits_for_spec_writer, 0)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
 	struct tu_child c;
 	long t0;
@@ -338,11 +301,7 @@ START_TEST(grace_waits_for_spec_writer)
 	ck_assert_int_lt(tu_ms() - t0, 1000);	/* a try does not wait */
 	ck_assert_int_eq(pidlock_holder(l, &info), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_SPEC);
-	if (fork() == 0) {
-		usleep(100 * 1000);
-		tu_tell(&c, 'W');
-		_exit(0);
-	}
+	tu_tell_later(&c, 100, 'W');
 	t0 = tu_ms();
 	ck_assert_int_eq(pidlock_acquire(l, 600), -ETIMEDOUT);
 	ck_assert_int_ge(tu_ms() - t0, 590);
@@ -352,16 +311,12 @@ START_TEST(grace_waits_for_spec_writer)
 	ck_assert(info.has_timestamp);
 	ck_assert_int_eq(tu_join(&c), 0);
 	wait(NULL);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Rule C also covers a classic pidfile left by a crashed daemon whose
  * pid now names an unrelated live process: taken over, never trusted. */
-START_TEST(bare_live_pid_taken_over)
+TU_LOCK_TEST(bare_live_pid_taken_over, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
 	char bare[32];
 
@@ -374,17 +329,13 @@ START_TEST(bare_live_pid_taken_over)
 	ck_assert_int_eq(info.pid_alive, 1);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_eq(kill(getppid(), 0), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Rule C: an incomplete file older than the grace (a with-lock-ex or
  * flock(1) leftover, a libbsd bare pid) is taken at once; a fresh one
  * only after the grace. */
-START_TEST(grace_then_takeover)
+TU_LOCK_TEST(grace_then_takeover, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	long t0;
 
 	tu_write(p, "");
@@ -405,46 +356,19 @@ START_TEST(grace_then_takeover)
 	ck_assert_int_eq(pidlock_acquire(l, 5000), 0);
 	ck_assert_int_ge(tu_ms() - t0, 200);
 	ck_assert_int_eq(pidlock_set_grace(l, 10001), -EINVAL);
-	pidlock_free(l);
-}
-END_TEST
-
-static int waiter(struct tu_child *c, void *arg)
-{
-	struct pidlock *l;
-	int r;
-
-	if (pidlock_new(&l, arg, PIDLOCK_NO_SYNC) < 0)
-		return 2;
-	tu_signal(c, 'S');
-	if (tu_wait_parent(c) != 'G')
-		return 4;
-	r = pidlock_acquire(l, -1);
-	if (r < 0)
-		return 10 + (-r % 100);
-	/* The inode check: what we hold is the file at the path. */
-	if (pidlock_verify(l) != 0)
-		return 3;
-	tu_signal(c, 'L');
-	tu_wait_parent(c);
-	pidlock_free(l);
-	return 0;
 }
 
 /* The inode check.  The waiter blocks in flock on the holder's inode;
  * the holder unlinks it and closes.  The waiter then holds kernel locks
  * on a file that is no longer the lock: it must start again, and end up
  * holding the file that is at the path. */
-START_TEST(inode_check_after_unlink)
+TU_LOCK_TEST(inode_check_after_unlink, PIDLOCK_NO_SYNC)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, PIDLOCK_NO_SYNC);
 	struct tu_child c;
 
 	/* Spawned before we lock: a child forked while we hold would
 	 * share our open file description, and so our lock. */
-	tu_spawn(&c, waiter, p);
-	ck_assert_int_eq(tu_wait_signal(&c), 'S');
+	tu_waiter(&c, p, PIDLOCK_NO_SYNC);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	tu_tell(&c, 'G');
 	usleep(100 * 1000);	/* let it block on our inode */
@@ -456,16 +380,12 @@ START_TEST(inode_check_after_unlink)
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	tu_tell(&c, 'R');
 	ck_assert_int_eq(tu_join(&c), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Release rule: only the process named in the file unlinks; a forked
  * child's release or a daemonizing parent's close leaves the file. */
-START_TEST(fork_release_pid_check)
+TU_LOCK_TEST(fork_release_pid_check, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	pid_t child;
 	int st;
 
@@ -480,9 +400,7 @@ START_TEST(fork_release_pid_check)
 	ck_assert_int_eq(pidlock_verify(l), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert(!tu_exists(p));
-	pidlock_free(l);
 }
-END_TEST
 
 static int daemon_child(struct tu_child *c, void *arg)
 {
@@ -524,11 +442,8 @@ END_TEST
 
 /* Verify/release: someone broke the lock (unlinked and re-created the
  * file); we say so and never delete the new file. */
-START_TEST(broken_lock_reported)
+TU_LOCK_TEST(broken_lock_reported, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
-
 	ck_assert_int_eq(pidlock_verify(l), -ENOLCK);
 	ck_assert_int_eq(pidlock_release(l), -ENOLCK);
 	ck_assert_int_eq(pidlock_refresh(l), -ENOLCK);
@@ -544,15 +459,11 @@ START_TEST(broken_lock_reported)
 	ck_assert_int_eq(pidlock_release(l), -ESTALE);
 	ck_assert_str_eq(tu_read(p), "somebody else\n");
 	ck_assert_int_eq(pidlock_fd(l), -ENOLCK);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Refresh: new timestamp and pid, in place (same inode). */
-START_TEST(refresh_in_place)
+TU_LOCK_TEST(refresh_in_place, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	ino_t ino;
 	int fd;
 
@@ -567,16 +478,12 @@ START_TEST(refresh_in_place)
 			  strlen(pid_line(getpid()))) == 0);
 	ck_assert_ptr_null(strstr(tu_read(p), "timestamp=1\n"));
 	ck_assert_uint_eq(tu_ino(p), ino);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Takeover never shows a shorter record: the rewrite is padded with
  * newlines to the old length, in one write, on the same inode. */
-START_TEST(takeover_pads_old_length)
+TU_LOCK_TEST(takeover_pads_old_length, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	char junk[1000];
 	struct stat st;
 
@@ -592,9 +499,7 @@ START_TEST(takeover_pads_old_length)
 	ck_assert_int_eq(stat(p, &st), 0);
 	ck_assert_int_eq(st.st_size, (off_t)sizeof(junk) - 1);
 	ck_assert_ptr_null(strchr(tu_read(p), 'j'));
-	pidlock_free(l);
 }
-END_TEST
 
 /* KEEP_FILE: release never unlinks; the inode stays across holders. */
 START_TEST(keep_file_mode)
@@ -621,28 +526,19 @@ START_TEST(keep_file_mode)
 END_TEST
 
 /* Timestamp = the moment of acquisition, not of the start of the wait. */
-START_TEST(timestamp_is_acquisition_time)
+TU_LOCK_TEST(timestamp_is_acquisition_time, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct tu_child c;
 	long start = (long)time(NULL), ts;
 
 	tu_hold(&c, p, 0);
-	if (fork() == 0) {
-		pidlock_free(l);	/* not held here: memory only */
-		sleep(2);
-		tu_tell(&c, 'R');
-		_exit(0);
-	}
+	tu_tell_later(&c, 2000, 'R');
 	ck_assert_int_eq(pidlock_acquire(l, -1), 0);
 	ck_assert_int_eq(sscanf(tu_read(p), "pid=%*d\ntimestamp=%ld", &ts), 1);
 	ck_assert_int_ge(ts, start + 1);
 	ck_assert_int_eq(tu_join(&c), 0);
 	wait(NULL);
-	pidlock_free(l);
 }
-END_TEST
 
 /* O_NOFOLLOW: a symlink at the path is refused; its target untouched. */
 START_TEST(symlink_refused)
@@ -798,38 +694,36 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("lock");
-	TCase *tc = tcase_create("protocol");
+	const struct tu_case cases[] = {
+		{ acquire_writes_record, 1 },
+		{ plain_pid_first_line, 1 },
+		{ two_handles_one_process, 1 },
+		{ flock_holder_excludes, 1 },
+		{ fcntl_holder_excludes, 1 },
+		{ we_exclude_both_families, 1 },
+		{ kind_flags, 1 },
+		{ mixed_flags_exclude, 1 },
+		{ sigkill_holder_next_gets_it_at_once, 1 },
+		{ spec_holder_rules, 1 },
+		{ grace_waits_for_spec_writer, 1 },
+		{ grace_then_takeover, 1 },
+		{ bare_live_pid_taken_over, 1 },
+		{ inode_check_after_unlink, 1 },
+		{ fork_release_pid_check, 1 },
+		{ daemonize_flow, 1 },
+		{ broken_lock_reported, 1 },
+		{ refresh_in_place, 1 },
+		{ takeover_pads_old_length, 1 },
+		{ keep_file_mode, 1 },
+		{ timestamp_is_acquisition_time, 1 },
+		{ symlink_refused, 1 },
+		{ non_regular_refused, 1 },
+		{ existing_file_in_readonly_dir, 1 },
+		{ setters, 1 },
+		{ inspect_states, 1 },
+		{ no_fd_leak, 1 },
+		{ NULL, 0 },
+	};
 
-	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
-	tcase_set_timeout(tc, 20);
-	tcase_add_test(tc, acquire_writes_record);
-	tcase_add_test(tc, plain_pid_first_line);
-	tcase_add_test(tc, two_handles_one_process);
-	tcase_add_test(tc, flock_holder_excludes);
-	tcase_add_test(tc, fcntl_holder_excludes);
-	tcase_add_test(tc, we_exclude_both_families);
-	tcase_add_test(tc, kind_flags);
-	tcase_add_test(tc, mixed_flags_exclude);
-	tcase_add_test(tc, sigkill_holder_next_gets_it_at_once);
-	tcase_add_test(tc, spec_holder_rules);
-	tcase_add_test(tc, grace_waits_for_spec_writer);
-	tcase_add_test(tc, grace_then_takeover);
-	tcase_add_test(tc, bare_live_pid_taken_over);
-	tcase_add_test(tc, inode_check_after_unlink);
-	tcase_add_test(tc, fork_release_pid_check);
-	tcase_add_test(tc, daemonize_flow);
-	tcase_add_test(tc, broken_lock_reported);
-	tcase_add_test(tc, refresh_in_place);
-	tcase_add_test(tc, takeover_pads_old_length);
-	tcase_add_test(tc, keep_file_mode);
-	tcase_add_test(tc, timestamp_is_acquisition_time);
-	tcase_add_test(tc, symlink_refused);
-	tcase_add_test(tc, non_regular_refused);
-	tcase_add_test(tc, existing_file_in_readonly_dir);
-	tcase_add_test(tc, setters);
-	tcase_add_test(tc, inspect_states);
-	tcase_add_test(tc, no_fd_leak);
-	suite_add_tcase(s, tc);
-	tu_run_suite(s);
+	tu_run_cases("lock", "protocol", 20, cases);
 }

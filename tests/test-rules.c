@@ -59,15 +59,6 @@ static long cpu_ms_self(void)
 	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000L;
 }
 
-static void write_spec(const char *path, pid_t pid)
-{
-	char rec[96];
-
-	snprintf(rec, sizeof(rec), "pid=%ld\ntimestamp=%ld\n", (long)pid,
-		 (long)time(NULL));
-	tu_write(path, rec);
-}
-
 /* ---- the final inode check ------------------------------------------ */
 
 /* A spec-only peer, as the spec says: remove, O_EXCL create, write. */
@@ -94,10 +85,8 @@ static int spec_replacer(struct tu_child *c, void *arg)
 
 /* Rule "final check": the inode check is the last step before any
  * takeover, with both kinds too (nothing else is left to re-check it). */
-START_TEST(final_check_after_grace)
+TU_LOCK_TEST(final_check_after_grace, 0)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	char want[96];
 	struct tu_child c;
 	int r;
@@ -114,11 +103,42 @@ START_TEST(final_check_after_grace)
 	ck_assert(strncmp(tu_read(p), want, strlen(want)) == 0);
 	tu_tell(&c, 'Q');
 	ck_assert_int_eq(tu_join(&c), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 /* ---- release and forked sharers --------------------------------------- */
+
+/* Says `ready`, releases when told 'R', says 'F' and waits to be let go:
+ * the end of every holder below. */
+static int release_when_told(struct tu_child *c, struct pidlock *l, char ready)
+{
+	tu_signal(c, ready);
+	if (tu_wait_parent(c) != 'R' || pidlock_release(l) < 0)
+		return 4;
+	tu_signal(c, 'F');
+	tu_wait_parent(c);
+	return 0;
+}
+
+/* A waiter blocked on path gets the lock once holder h, told 'R', says
+ * it has released, and not before; then both are let go. */
+static void waiter_freed_by(struct tu_child *h, const char *path,
+			    const char *what)
+{
+	struct tu_child w;
+
+	tu_waiter(&w, path, 0);
+	tu_tell(&w, 'G');
+	/* blocked in flock(2) on the holder's inode */
+	ck_assert_int_eq(signal_within(&w, 200), 0);
+	tu_tell(h, 'R');
+	ck_assert_int_eq(tu_wait_signal(h), 'F');
+	ck_assert_msg(signal_within(&w, 2000) == 'L',
+		      "the blocked waiter still waits on %s", what);
+	tu_tell(&w, 'X');
+	ck_assert_int_eq(tu_join(&w), 0);
+	tu_tell(h, 'X');
+	ck_assert_int_eq(tu_join(h), 0);
+}
 
 struct worker_hold {
 	const char *path;
@@ -144,28 +164,10 @@ static int holder_with_worker(struct tu_child *c, void *arg)
 	}
 	if (wh->refresh && pidlock_refresh(l) < 0)
 		return 5;
-	tu_signal(c, 'L');
-	if (tu_wait_parent(c) != 'R' || pidlock_release(l) < 0)
+	if (release_when_told(c, l, 'L') != 0)
 		return 4;
-	tu_signal(c, 'F');
-	tu_wait_parent(c);
 	kill(worker, SIGKILL);
 	waitpid(worker, NULL, 0);
-	pidlock_free(l);
-	return 0;
-}
-
-static int blocking_waiter(struct tu_child *c, void *arg)
-{
-	struct pidlock *l;
-
-	if (pidlock_new(&l, arg, 0) < 0)
-		return 2;
-	tu_signal(c, 'W');
-	if (pidlock_acquire(l, -1) < 0)
-		return 3;
-	tu_signal(c, 'L');
-	tu_wait_parent(c);
 	pidlock_free(l);
 	return 0;
 }
@@ -178,22 +180,11 @@ START_TEST(release_frees_forked_worker)
 	char *p = tu_path("a.lock");
 	/* _i 1: a refresh after the fork must not hide it. */
 	struct worker_hold wh = { p, _i == 1 };
-	struct tu_child h, w;
+	struct tu_child h;
 
 	tu_spawn(&h, holder_with_worker, &wh);
 	ck_assert_int_eq(tu_wait_signal(&h), 'L');
-	tu_spawn(&w, blocking_waiter, p);
-	ck_assert_int_eq(tu_wait_signal(&w), 'W');
-	usleep(200 * 1000);	/* blocked in flock(2) on the old inode */
-	ck_assert_int_eq(signal_within(&w, 0), 0);
-	tu_tell(&h, 'R');
-	ck_assert_int_eq(tu_wait_signal(&h), 'F');
-	ck_assert_msg(signal_within(&w, 2000) == 'L',
-		      "the blocked waiter still waits on the forked worker");
-	tu_tell(&w, 'X');
-	ck_assert_int_eq(tu_join(&w), 0);
-	tu_tell(&h, 'X');
-	ck_assert_int_eq(tu_join(&h), 0);
+	waiter_freed_by(&h, p, "the forked worker");
 }
 END_TEST
 
@@ -209,11 +200,8 @@ static int holder_with_dup(struct tu_child *c, void *arg)
 	copy = dup(pidlock_fd(l));
 	if (copy < 0)
 		return 3;
-	tu_signal(c, 'L');
-	if (tu_wait_parent(c) != 'R' || pidlock_release(l) < 0)
+	if (release_when_told(c, l, 'L') != 0)
 		return 4;
-	tu_signal(c, 'F');
-	tu_wait_parent(c);
 	close(copy);
 	pidlock_free(l);
 	return 0;
@@ -224,36 +212,23 @@ static int holder_with_dup(struct tu_child *c, void *arg)
 START_TEST(release_frees_descriptor_copy)
 {
 	char *p = tu_path("a.lock");
-	struct tu_child h, w;
+	struct tu_child h;
 
 	tu_spawn(&h, holder_with_dup, p);
 	ck_assert_int_eq(tu_wait_signal(&h), 'L');
-	tu_spawn(&w, blocking_waiter, p);
-	ck_assert_int_eq(tu_wait_signal(&w), 'W');
-	ck_assert_int_eq(signal_within(&w, 200), 0);
-	tu_tell(&h, 'R');
-	ck_assert_int_eq(tu_wait_signal(&h), 'F');
-	ck_assert_msg(signal_within(&w, 2000) == 'L',
-		      "the blocked waiter still waits on the copy");
-	tu_tell(&w, 'X');
-	ck_assert_int_eq(tu_join(&w), 0);
-	tu_tell(&h, 'X');
-	ck_assert_int_eq(tu_join(&h), 0);
+	waiter_freed_by(&h, p, "the copy");
 }
 END_TEST
 
+/* A forked child of the holder that takes the record over (the record
+ * names it now), then releases when told. */
 static int daemon_like(struct tu_child *c, void *arg)
 {
 	struct pidlock *l = arg;
 
 	if (pidlock_refresh(l) < 0)
 		return 2;
-	tu_signal(c, 'D');
-	if (tu_wait_parent(c) != 'R' || pidlock_release(l) < 0)
-		return 3;
-	tu_signal(c, 'F');
-	tu_wait_parent(c);
-	return 0;
+	return release_when_told(c, l, 'D');
 }
 
 /* The daemonize flow: the parent closes (never unlocks), the child owns
@@ -263,7 +238,7 @@ START_TEST(daemonize_close_then_release)
 	char *p = tu_path("d.pid");
 	struct pidlock *l = tu_new(p, PIDLOCK_PLAIN_PID);
 	struct pidlock *other = tu_new(p, 0);
-	struct tu_child d, w;
+	struct tu_child d;
 
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	tu_spawn(&d, daemon_like, l);
@@ -271,32 +246,11 @@ START_TEST(daemonize_close_then_release)
 	ck_assert_int_eq(pidlock_close(l), 0);
 	/* The parent's close left the child holding. */
 	ck_assert_int_eq(pidlock_acquire(other, 0), -EWOULDBLOCK);
-	tu_spawn(&w, blocking_waiter, p);
-	ck_assert_int_eq(tu_wait_signal(&w), 'W');
-	ck_assert_int_eq(signal_within(&w, 200), 0);
-	tu_tell(&d, 'R');
-	ck_assert_int_eq(tu_wait_signal(&d), 'F');
-	ck_assert_int_eq(signal_within(&w, 2000), 'L');
-	tu_tell(&w, 'X');
-	ck_assert_int_eq(tu_join(&w), 0);
-	tu_tell(&d, 'X');
-	ck_assert_int_eq(tu_join(&d), 0);
+	waiter_freed_by(&d, p, "the daemon");
 	pidlock_free(other);
 	pidlock_free(l);
 }
 END_TEST
-
-static int refreshing_child(struct tu_child *c, void *arg)
-{
-	struct pidlock *l = arg;
-
-	if (pidlock_refresh(l) < 0)
-		return 2;
-	tu_signal(c, 'O');	/* the record names us now */
-	if (tu_wait_parent(c) != 'R' || pidlock_release(l) < 0)
-		return 3;
-	return 0;
-}
 
 /* Rule "release": after a fork, release reads the record back.  A child
  * that refreshed owns the lock; the parent's release must only close. */
@@ -307,14 +261,16 @@ START_TEST(parent_release_after_child_refresh)
 	struct tu_child c;
 
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	tu_spawn(&c, refreshing_child, l);
-	ck_assert_int_eq(tu_wait_signal(&c), 'O');
+	tu_spawn(&c, daemon_like, l);
+	ck_assert_int_eq(tu_wait_signal(&c), 'D');
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_msg(tu_exists(p), "the parent removed its child's lock");
 	ck_assert_int_eq(pidlock_acquire(other, 0), -EWOULDBLOCK);
 	tu_tell(&c, 'R');
-	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_int_eq(tu_wait_signal(&c), 'F');
 	ck_assert(!tu_exists(p));
+	tu_tell(&c, 'X');
+	ck_assert_int_eq(tu_join(&c), 0);
 	ck_assert_int_eq(pidlock_acquire(other, 0), 0);
 	pidlock_free(other);
 	pidlock_free(l);
@@ -323,28 +279,25 @@ END_TEST
 
 /* ---- waits never spin ------------------------------------------------ */
 
-struct timed_wait {
-	const char *path;
-	int timeout_ms;
-	unsigned int retry_ms;
-};
+/* How long each wait below lasts: it must time out. */
+#define SPIN_WAIT_MS 3000
 
-/* Reports its own CPU time in ms over one timed acquire that must time
- * out, as 4 bytes on the pipe. */
+/* Waits SPIN_WAIT_MS on a.lock, polling every *retry_ms, and reports its
+ * own CPU time in ms over that acquire, as 4 bytes on the pipe. */
 static int timed_waiter(struct tu_child *c, void *arg)
 {
-	const struct timed_wait *tw = arg;
+	const unsigned int *retry_ms = arg;
 	struct pidlock *l;
 	int32_t cpu;
 	long before;
 	int r;
 
-	if (pidlock_new(&l, tw->path, 0) < 0 ||
-	    pidlock_set_retry_interval(l, tw->retry_ms) < 0)
+	if (pidlock_new(&l, tu_path("a.lock"), 0) < 0 ||
+	    pidlock_set_retry_interval(l, *retry_ms) < 0)
 		return 2;
 	tu_signal(c, 'W');
 	before = cpu_ms_self();
-	r = pidlock_acquire(l, tw->timeout_ms);
+	r = pidlock_acquire(l, SPIN_WAIT_MS);
 	cpu = (int32_t)(cpu_ms_self() - before);
 	if (write(c->to_parent, &cpu, sizeof(cpu)) != sizeof(cpu))
 		return 3;
@@ -352,12 +305,18 @@ static int timed_waiter(struct tu_child *c, void *arg)
 	return r == -ETIMEDOUT ? 0 : 4;
 }
 
-static int32_t read_cpu(struct tu_child *c)
+/* A timed_waiter timed out, and slept: it burnt less than CPU_BOUND_MS. */
+static void slept(struct tu_child *c, const char *who)
 {
 	int32_t cpu = -1;
 
+	ck_assert_int_eq(tu_wait_signal(c), 'W');
 	ck_assert_int_eq(read(c->from_child, &cpu, sizeof(cpu)), sizeof(cpu));
-	return cpu;
+	ck_assert_int_eq(tu_join(c), 0);
+	fprintf(stderr, "%s: %d ms of CPU in a %d ms wait\n", who, (int)cpu,
+		SPIN_WAIT_MS);
+	ck_assert_msg(cpu < CPU_BOUND_MS, "%s: a %d ms wait burnt %d ms of CPU",
+		      who, SPIN_WAIT_MS, (int)cpu);
 }
 
 /* Rule "waits": a waiter whose kept descriptor met a kernel lock, then
@@ -366,21 +325,14 @@ static int32_t read_cpu(struct tu_child *c)
 START_TEST(no_spin_kept_fd_then_spec_holder)
 {
 	char *p = tu_path("a.lock");
-	struct timed_wait tw = { p, 3000, 100 };
+	unsigned int retry_ms = 100;
 	struct tu_child c;
-	int32_t cpu;
 
-	write_spec(p, getpid());
+	tu_write_spec(p, getpid(), 0, NULL);
 	ck_assert_int_eq(tu_sh("'%s' -n '%s' sleep 1 &", flock_bin(), p), 0);
 	usleep(100 * 1000);
-	tu_spawn(&c, timed_waiter, &tw);
-	ck_assert_int_eq(tu_wait_signal(&c), 'W');
-	cpu = read_cpu(&c);
-	ck_assert_int_eq(tu_join(&c), 0);
-	fprintf(stderr, "kept descriptor, then a spec holder: %d ms of CPU "
-		"in a 3 s wait\n", (int)cpu);
-	ck_assert_msg(cpu < CPU_BOUND_MS, "a 3 s wait burnt %d ms of CPU",
-		      (int)cpu);
+	tu_spawn(&c, timed_waiter, &retry_ms);
+	slept(&c, "kept descriptor, then a spec holder");
 }
 END_TEST
 
@@ -389,25 +341,14 @@ END_TEST
  * for a moment in which another's try keeps its descriptor. */
 START_TEST(no_spin_four_waiters)
 {
-	char *p = tu_path("a.lock");
-	struct timed_wait tw = { p, 3000, 10 };
+	unsigned int retry_ms = 10;
 	struct tu_child c[4];
 
-	write_spec(p, getpid());
+	tu_write_spec(tu_path("a.lock"), getpid(), 0, NULL);
 	for (int i = 0; i < 4; i++)
-		tu_spawn(&c[i], timed_waiter, &tw);
-	for (int i = 0; i < 4; i++) {
-		int32_t cpu;
-
-		ck_assert_int_eq(tu_wait_signal(&c[i]), 'W');
-		cpu = read_cpu(&c[i]);
-		ck_assert_int_eq(tu_join(&c[i]), 0);
-		fprintf(stderr, "four waiters, waiter %d: %d ms of CPU in "
-			"3 s\n", i, (int)cpu);
-		ck_assert_msg(cpu < CPU_BOUND_MS,
-			      "waiter %d burnt %d ms of CPU in 3 s", i,
-			      (int)cpu);
-	}
+		tu_spawn(&c[i], timed_waiter, &retry_ms);
+	for (int i = 0; i < 4; i++)
+		slept(&c[i], "one of four waiters");
 }
 END_TEST
 
@@ -435,7 +376,7 @@ START_TEST(spec_holder_no_temp_per_poll)
 	int ifd, temps = 0;
 	ssize_t n;
 
-	write_spec(p, getpid());
+	tu_write_spec(p, getpid(), 0, NULL);
 	ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	ck_assert_int_ge(ifd, 0);
 	ck_assert_int_ge(inotify_add_watch(ifd, tu_dir(), IN_CREATE), 0);
@@ -477,10 +418,8 @@ static int churn_inodes(struct tu_child *c, void *arg)
 	}
 }
 
-START_TEST(deadline_holds_against_churn)
+TU_LOCK_TEST(deadline_holds_against_churn, 0)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct tu_child c;
 	long t0, took;
 	int r;
@@ -496,22 +435,6 @@ START_TEST(deadline_holds_against_churn)
 	if (r == 0)
 		pidlock_release(l);
 	ck_assert_msg(took < 1500, "a 300 ms acquire took %ld ms", took);
-	pidlock_free(l);
-}
-END_TEST
-
-static int read_lease_holder(struct tu_child *c, void *arg)
-{
-	int fd = open(arg, O_RDONLY | O_CLOEXEC);
-
-	signal(SIGIO, SIG_IGN);	/* the break notice: we do not give way */
-	if (fd < 0 || fcntl(fd, F_SETLEASE, F_RDLCK) < 0) {
-		tu_signal(c, 'N');
-		return 0;
-	}
-	tu_signal(c, 'L');
-	tu_wait_parent(c);
-	return 0;
 }
 
 /* A lease on the lock file is a holder like any other: a timed acquire
@@ -524,9 +447,7 @@ START_TEST(lease_is_busy_not_error)
 	int r;
 
 	tu_write(p, "pid=1\ntimestamp=1\nlock=flock,ofd\n");
-	tu_spawn(&c, read_lease_holder, p);
-	if (tu_wait_signal(&c) != 'L') {
-		ck_assert_int_eq(tu_join(&c), 0);
+	if (!tu_lease(&c, p)) {
 		fprintf(stderr, "lease_is_busy_not_error: no lease here, "
 			"not tested\n");
 		pidlock_free(l);
@@ -687,10 +608,8 @@ END_TEST
 
 /* Rule "keep": an empty file (flock(1)'s) is kept for good, marked
  * released between holders; a file we made, or a bare pid, goes. */
-START_TEST(keep_rule)
+TU_LOCK_TEST(keep_rule, 0)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
 	ino_t ino;
 
@@ -720,9 +639,7 @@ START_TEST(keep_rule)
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_msg(!tu_exists(p), "a pidfile we took over is kept");
-	pidlock_free(l);
 }
-END_TEST
 
 static int flock1_runner(struct tu_child *c, void *arg)
 {
@@ -767,36 +684,16 @@ START_TEST(flock1_waiter_not_orphaned)
 }
 END_TEST
 
-struct exit_hold {
-	const char *path;
-	unsigned int flags;
-};
-
-static int hold_and_exit(struct tu_child *c, void *arg)
-{
-	const struct exit_hold *h = arg;
-	struct pidlock *l;
-
-	if (pidlock_new(&l, h->path, h->flags) < 0 ||
-	    pidlock_acquire(l, 0) < 0)
-		return 2;
-	(void)c;
-	_exit(0);	/* no release: as an exec'd command ends */
-}
-
 /* Rule "exit releases": a holder whose exit is its release (a lock handed
  * to an exec'd program) leaves a file that reads as free; any other
  * holder that ends without releasing leaves an abandoned one. */
 START_TEST(exit_releases_reads_free)
 {
 	char *p = tu_path("x.lock");
-	struct exit_hold with = { p, PIDLOCK_EXIT_RELEASES }, without = { p, 0 };
 	struct pidlock_info info;
-	struct tu_child c;
 	struct pidlock *l;
 
-	tu_spawn(&c, hold_and_exit, &with);
-	ck_assert_int_eq(tu_join(&c), 0);
+	tu_exit_holding(p, PIDLOCK_EXIT_RELEASES);
 	ck_assert_ptr_nonnull(strstr(tu_read(p), "release=exit\n"));
 	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_FREE);
@@ -804,8 +701,7 @@ START_TEST(exit_releases_reads_free)
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	pidlock_free(l);
-	tu_spawn(&c, hold_and_exit, &without);
-	ck_assert_int_eq(tu_join(&c), 0);
+	tu_exit_holding(p, 0);
 	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
 }
@@ -815,10 +711,8 @@ END_TEST
 
 /* Rule "publish": the holder's descriptor shows the lock's path, for
  * lslocks(8) and /proc/PID/fd, never "/dir/#ino (deleted)". */
-START_TEST(holder_fd_shows_path)
+TU_LOCK_TEST(holder_fd_shows_path, 0)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	char link[64], target[PATH_MAX], real[PATH_MAX], cmd[PATH_MAX + 64];
 	ssize_t n;
 	FILE *f;
@@ -838,9 +732,7 @@ START_TEST(holder_fd_shows_path)
 	target[strcspn(target, "\n")] = '\0';
 	pclose(f);
 	ck_assert_str_eq(target, real);
-	pidlock_free(l);
 }
-END_TEST
 
 static int count_temp_files(void)
 {
@@ -935,36 +827,29 @@ START_TEST(sigkill_storm_leaves_no_temp)
 }
 END_TEST
 
-static Suite *rules_suite(void)
-{
-	Suite *s = suite_create("rules");
-	TCase *tc = tcase_create("rules");
-
-	tcase_set_timeout(tc, 60);
-	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
-	tcase_add_test(tc, final_check_after_grace);
-	tcase_add_loop_test(tc, release_frees_forked_worker, 0, 2);
-	tcase_add_test(tc, release_frees_descriptor_copy);
-	tcase_add_test(tc, daemonize_close_then_release);
-	tcase_add_test(tc, parent_release_after_child_refresh);
-	tcase_add_test(tc, no_spin_kept_fd_then_spec_holder);
-	tcase_add_test(tc, no_spin_four_waiters);
-	tcase_add_test(tc, spec_holder_no_temp_per_poll);
-	tcase_add_test(tc, deadline_holds_against_churn);
-	tcase_add_test(tc, lease_is_busy_not_error);
-	tcase_add_loop_test(tc, user_file_never_changed, 0, UF_NFILES);
-	tcase_add_test(tc, locker_leftovers_taken);
-	tcase_add_test(tc, keep_rule);
-	tcase_add_test(tc, flock1_waiter_not_orphaned);
-	tcase_add_test(tc, exit_releases_reads_free);
-	tcase_add_test(tc, holder_fd_shows_path);
-	tcase_add_test(tc, dead_temp_files_swept);
-	tcase_add_test(tc, sigkill_storm_leaves_no_temp);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
 int main(void)
 {
-	tu_run_suite(rules_suite());
+	const struct tu_case cases[] = {
+		{ final_check_after_grace, 1 },
+		{ release_frees_forked_worker, 2 },
+		{ release_frees_descriptor_copy, 1 },
+		{ daemonize_close_then_release, 1 },
+		{ parent_release_after_child_refresh, 1 },
+		{ no_spin_kept_fd_then_spec_holder, 1 },
+		{ no_spin_four_waiters, 1 },
+		{ spec_holder_no_temp_per_poll, 1 },
+		{ deadline_holds_against_churn, 1 },
+		{ lease_is_busy_not_error, 1 },
+		{ user_file_never_changed, UF_NFILES },
+		{ locker_leftovers_taken, 1 },
+		{ keep_rule, 1 },
+		{ flock1_waiter_not_orphaned, 1 },
+		{ exit_releases_reads_free, 1 },
+		{ holder_fd_shows_path, 1 },
+		{ dead_temp_files_swept, 1 },
+		{ sigkill_storm_leaves_no_temp, 1 },
+		{ NULL, 0 },
+	};
+
+	tu_run_cases("rules", "rules", 60, cases);
 }

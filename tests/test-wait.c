@@ -18,68 +18,42 @@
 
 #include "testutil.h"
 
-static void release_later(struct tu_child *c, int ms)
-{
-	if (fork() == 0) {
-		usleep((useconds_t)ms * 1000);
-		tu_tell(c, 'R');
-		_exit(0);
-	}
-}
+/* A wait wakes on the release, well before its timeout: a blocking one
+ * (asleep in the kernel) and timed ones (in poll), for a holder that
+ * unlinks (libpidlock) and one that only closes (KEEP_FILE, like
+ * with-lock-ex and flock(1)). */
+static const struct {
+	int timeout_ms;
+	unsigned int flags;
+} wakes[] = {
+	{ -1, 0 }, { 20000, 0 }, { 20000, PIDLOCK_KEEP_FILE },
+};
 
-/* A blocking acquire sleeps in the kernel and wakes on the release. */
-START_TEST(blocking_wakes_on_release)
+START_TEST(wakes_on_release)
 {
 	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
+	struct pidlock *l = tu_new(p, wakes[_i].flags);
 	struct tu_child c;
-	long t0;
+	long t0, dt;
 
-	tu_hold(&c, p, 0);
+	ck_assert_int_eq(pidlock_set_retry_interval(l, 5000), 0);
+	tu_hold(&c, p, wakes[_i].flags);
 	t0 = tu_ms();
-	release_later(&c, 200);
-	ck_assert_int_eq(pidlock_acquire(l, -1), 0);
-	ck_assert_int_ge(tu_ms() - t0, 150);
+	tu_tell_later(&c, 200, 'R');
+	ck_assert_int_eq(pidlock_acquire(l, wakes[_i].timeout_ms), 0);
+	dt = tu_ms() - t0;
+	ck_assert_int_ge(dt, 150);
+	/* Woken by the event, not by the 5 s poll or the 20 s timeout. */
+	ck_assert_msg(dt < 3000, "waited %ld ms", dt);
 	ck_assert_int_eq(tu_join(&c), 0);
 	wait(NULL);
 	pidlock_free(l);
 }
 END_TEST
 
-/* A timed acquire wakes on the release, well before its timeout, for a
- * holder that unlinks (libpidlock) and one that only closes (KEEP_FILE,
- * like with-lock-ex and flock(1)). */
-START_TEST(timed_wakes_on_release)
-{
-	const char *p = tu_path("a.lock");
-	unsigned int flags[] = { 0, PIDLOCK_KEEP_FILE };
-
-	for (int i = 0; i < 2; i++) {
-		struct pidlock *l = tu_new(p, flags[i]);
-		struct tu_child c;
-		long t0, dt;
-
-		ck_assert_int_eq(pidlock_set_retry_interval(l, 5000), 0);
-		tu_hold(&c, p, flags[i]);
-		t0 = tu_ms();
-		release_later(&c, 200);
-		ck_assert_int_eq(pidlock_acquire(l, 20000), 0);
-		dt = tu_ms() - t0;
-		ck_assert_int_ge(dt, 150);
-		/* Woken by the event, not by the 5 s poll or the 20 s timeout. */
-		ck_assert_msg(dt < 3000, "waited %ld ms", dt);
-		ck_assert_int_eq(tu_join(&c), 0);
-		wait(NULL);
-		pidlock_free(l);
-	}
-}
-END_TEST
-
 /* A timed acquire on a held lock ends with -ETIMEDOUT, not earlier. */
-START_TEST(timed_times_out)
+TU_LOCK_TEST(timed_times_out, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
 	struct pidlock_info info;
 	struct tu_child c;
 	long t0;
@@ -91,9 +65,7 @@ START_TEST(timed_times_out)
 	ck_assert_int_eq(pidlock_holder(l, &info), 0);
 	ck_assert_int_eq(info.pid, c.pid);
 	tu_kill(&c);
-	pidlock_free(l);
 }
-END_TEST
 
 static void on_usr1(int sig)
 {
@@ -126,33 +98,23 @@ static int intr_waiter(struct tu_child *c, void *arg)
 	return r == 0 ? 0 : 3;
 }
 
-/* A handler without SA_RESTART interrupts a wait with -EINTR, for a
- * blocking wait (in the kernel) and a timed one (in poll). */
-START_TEST(eintr_without_sa_restart)
+/* A signal during a wait: a handler without SA_RESTART interrupts it
+ * with -EINTR (exit 10), for a blocking wait (in the kernel) and a timed
+ * one (in poll); with SA_RESTART a blocking wait goes on and gets the
+ * lock once it is released (exit 0). */
+static const struct {
+	int timeout_ms;
+	int restart;
+	int status;
+} intr_cases[] = {
+	{ -1, 0, 10 }, { 10000, 0, 10 }, { -1, 1, 0 },
+};
+
+START_TEST(signal_during_wait)
 {
 	const char *p = tu_path("a.lock");
-	int timeouts[] = { -1, 10000 };
-
-	for (int i = 0; i < 2; i++) {
-		struct intr_arg a = { p, timeouts[i], 0 };
-		struct tu_child h, w;
-
-		tu_hold(&h, p, 0);
-		tu_spawn(&w, intr_waiter, &a);
-		ck_assert_int_eq(tu_wait_signal(&w), 'S');
-		usleep(150 * 1000);
-		ck_assert_int_eq(kill(w.pid, SIGUSR1), 0);
-		ck_assert_int_eq(tu_join(&w), 10);
-		tu_kill(&h);
-	}
-}
-END_TEST
-
-/* With SA_RESTART a blocking wait goes on and gets the lock. */
-START_TEST(sa_restart_keeps_waiting)
-{
-	const char *p = tu_path("a.lock");
-	struct intr_arg a = { p, -1, 1 };
+	struct intr_arg a = { p, intr_cases[_i].timeout_ms,
+			      intr_cases[_i].restart };
 	struct tu_child h, w;
 
 	tu_hold(&h, p, 0);
@@ -163,21 +125,16 @@ START_TEST(sa_restart_keeps_waiting)
 	usleep(100 * 1000);
 	tu_tell(&h, 'R');
 	ck_assert_int_eq(tu_join(&h), 0);
-	ck_assert_int_eq(tu_join(&w), 0);
+	ck_assert_int_eq(tu_join(&w), intr_cases[_i].status);
 }
 END_TEST
 
 /* A spec-only holder is polled; its file's removal wakes us at once. */
-START_TEST(spec_holder_removal_wakes)
+TU_LOCK_TEST(spec_holder_removal_wakes, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
-	char buf[128];
 	long t0, dt;
 
-	snprintf(buf, sizeof(buf), "pid=%ld\ntimestamp=%ld\n", (long)getppid(),
-		 (long)time(NULL));
-	tu_write(p, buf);
+	tu_write_spec(p, getppid(), 0, NULL);
 	ck_assert_int_eq(pidlock_set_retry_interval(l, 5000), 0);
 	t0 = tu_ms();
 	if (fork() == 0) {
@@ -190,28 +147,18 @@ START_TEST(spec_holder_removal_wakes)
 	ck_assert_int_ge(dt, 150);
 	ck_assert_msg(dt < 3000, "waited %ld ms", dt);
 	wait(NULL);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Without events (a rewrite in place, no unlink), the retry interval
  * still finds a spec lock that became stale. */
-START_TEST(spec_holder_polled)
+TU_LOCK_TEST(spec_holder_polled, 0)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = tu_new(p, 0);
-	char buf[128];
-	pid_t dead = tu_dead_pid();
-	snprintf(buf, sizeof(buf), "pid=%ld\ntimestamp=%ld\n", (long)dead,
-		 (long)time(NULL));
-	tu_write(p, buf);
+	tu_write_spec(p, tu_dead_pid(), 0, NULL);
 	ck_assert_int_eq(pidlock_set_stale_timeout(l, 1), 0);
 	ck_assert_int_eq(pidlock_set_retry_interval(l, 50), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	ck_assert_int_eq(pidlock_acquire(l, 10000), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 struct count_arg {
 	const char *path;
@@ -322,20 +269,16 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("wait");
-	TCase *tc = tcase_create("wait");
+	const struct tu_case cases[] = {
+		{ wakes_on_release, sizeof(wakes) / sizeof(wakes[0]) },
+		{ timed_times_out, 1 },
+		{ signal_during_wait, sizeof(intr_cases) / sizeof(intr_cases[0]) },
+		{ spec_holder_removal_wakes, 1 },
+		{ spec_holder_polled, 1 },
+		{ counter_exact, 1 },
+		{ counter_with_sigkill, 1 },
+		{ NULL, 0 },
+	};
 
-	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, blocking_wakes_on_release);
-	tcase_add_test(tc, timed_wakes_on_release);
-	tcase_add_test(tc, timed_times_out);
-	tcase_add_test(tc, eintr_without_sa_restart);
-	tcase_add_test(tc, sa_restart_keeps_waiting);
-	tcase_add_test(tc, spec_holder_removal_wakes);
-	tcase_add_test(tc, spec_holder_polled);
-	tcase_add_test(tc, counter_exact);
-	tcase_add_test(tc, counter_with_sigkill);
-	suite_add_tcase(s, tc);
-	tu_run_suite(s);
+	tu_run_cases("wait", "wait", 30, cases);
 }

@@ -363,3 +363,128 @@ void tu_run_suite(Suite *s)
 	srunner_free(sr);
 	exit(failed ? EXIT_FAILURE : EXIT_SUCCESS);
 }
+
+/* --- shared test shapes (A2) --- */
+
+#include <stdint.h>
+
+void tu_run_cases(const char *suite, const char *tcase, int timeout,
+		  const struct tu_case *cases)
+{
+	Suite *s = suite_create(suite);
+	TCase *tc = tcase_create(tcase);
+
+	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
+	if (timeout)
+		tcase_set_timeout(tc, timeout);
+	for (; cases->test; cases++)
+		tcase_add_loop_test(tc, cases->test, 0, cases->runs);
+	suite_add_tcase(s, tc);
+	tu_run_suite(s);
+}
+
+static int waiter_fn(struct tu_child *c, void *arg)
+{
+	const struct hold_arg *h = arg;
+	struct pidlock *l;
+	int r;
+
+	if (pidlock_new(&l, h->path, h->flags) < 0)
+		return 2;
+	tu_signal(c, 'W');
+	if (tu_wait_parent(c) != 'G')
+		return 4;
+	r = pidlock_acquire(l, -1);
+	if (r < 0)
+		return 10 + (-r % 100);
+	/* The inode check: what we hold is the file at the path. */
+	if (pidlock_verify(l) != 0)
+		return 3;
+	tu_signal(c, 'L');
+	tu_wait_parent(c);
+	pidlock_free(l);
+	return 0;
+}
+
+void tu_waiter(struct tu_child *c, const char *path, unsigned int flags)
+{
+	struct hold_arg w = { path, flags };
+
+	tu_spawn(c, waiter_fn, &w);
+	ck_assert_int_eq(tu_wait_signal(c), 'W');
+}
+
+static int exit_holding_fn(struct tu_child *c, void *arg)
+{
+	const struct hold_arg *h = arg;
+	struct pidlock *l;
+
+	(void)c;
+	if (pidlock_new(&l, h->path, h->flags) < 0 || pidlock_acquire(l, 0) < 0)
+		return 2;
+	_exit(0);	/* no release, no free: the exit is all there is */
+}
+
+void tu_exit_holding(const char *path, unsigned int flags)
+{
+	struct hold_arg h = { path, flags };
+	struct tu_child c;
+
+	tu_spawn(&c, exit_holding_fn, &h);
+	ck_assert_int_eq(tu_join(&c), 0);
+}
+
+static int lease_fn(struct tu_child *c, void *arg)
+{
+	int fd = open(arg, O_RDONLY | O_CLOEXEC);
+
+	signal(SIGIO, SIG_IGN);	/* the break notice: we do not give way */
+	if (fd < 0)
+		return 2;
+	if (fcntl(fd, F_SETLEASE, F_RDLCK) < 0)
+		return 3;
+	tu_signal(c, 'L');
+	tu_wait_parent(c);
+	return 0;
+}
+
+bool tu_lease(struct tu_child *c, const char *path)
+{
+	tu_spawn(c, lease_fn, (void *)(uintptr_t)path);
+	if (tu_wait_signal(c) == 'L')
+		return true;
+	/* The file opens; only the lease is refused. */
+	ck_assert_int_eq(tu_join(c), 3);
+	return false;
+}
+
+void tu_tell_later(struct tu_child *c, int ms, char what)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		usleep((useconds_t)ms * 1000);
+		tu_tell(c, what);
+		_exit(0);
+	}
+}
+
+void tu_write_spec(const char *path, pid_t pid, long age, const char *tag)
+{
+	char rec[256];
+
+	snprintf(rec, sizeof(rec), "pid=%ld\ntimestamp=%ld\n%s%s%s", (long)pid,
+		 (long)time(NULL) - age, tag ? "tag=" : "", tag ? tag : "",
+		 tag ? "\n" : "");
+	tu_write(path, rec);
+}
+
+void tu_release_to(struct tu_child *c, struct pidlock *l)
+{
+	tu_tell(c, 'R');
+	ck_assert_int_eq(tu_join(c), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+}
+
+/* --- end A2 --- */

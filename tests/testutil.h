@@ -171,3 +171,64 @@ bool tu_has_temp(const char *dir);
 void tu_run_suite(Suite *s) __attribute__((noreturn));
 
 #endif
+
+/* --- shared test shapes (A2) --- */
+
+/* One row of a suite's table: a test, and how many times it runs: 1, or
+ * one run per case (_i from 0) where its body is a table of cases. */
+struct tu_case {
+	const TTest *test;
+	int runs;
+};
+/* Runs the tests of `cases` (up to a NULL test) as one test case, each
+ * with the given timeout in seconds (0: Check's own) and a fresh tu_dir()
+ * removed after it, and exits as tu_run_suite() does. */
+void tu_run_cases(const char *suite, const char *tcase, int timeout,
+		  const struct tu_case *cases) __attribute__((noreturn));
+
+/* A child that makes a handle on path with `flags`, says 'W', waits for
+ * 'G', then blocks in acquire; once it holds the file at the path
+ * (pidlock_verify()) it says 'L', and frees the handle when told anything.
+ * Exit 0; 10 + errno if the acquire failed, 3 if what it held was not
+ * the file at the path. */
+void tu_waiter(struct tu_child *c, const char *path, unsigned int flags);
+
+/* A child that takes the lock with `flags` and exits without releasing
+ * (as an exec'd command ends); returns once it has been reaped. */
+void tu_exit_holding(const char *path, unsigned int flags);
+
+/* A child that holds a read lease on path (ignoring the break notice)
+ * until told anything.  false, the child reaped, where leases are refused
+ * here (file system, fs.leases-enable): the caller says it did not test. */
+bool tu_lease(struct tu_child *c, const char *path);
+
+/* Forks a process that tells c `what` after ms; reap it with wait(). */
+void tu_tell_later(struct tu_child *c, int ms, char what);
+
+/* A spec-only holder's record at path: pid, a timestamp `age` seconds
+ * old, and tag= unless tag is NULL. */
+void tu_write_spec(const char *path, pid_t pid, long age, const char *tag);
+
+/*
+ * A test on the path tu_path("a.lock") with a handle on it made with
+ * `flags`, the start and end most protocol tests share: the body that
+ * follows gets both as p and l, and the handle is freed after it.
+ */
+#define TU_LOCK_TEST(name, flags)					\
+	static void name##_body(char *p, struct pidlock *l);		\
+	START_TEST(name)						\
+	{								\
+		char *lock_path = tu_path("a.lock");			\
+		struct pidlock *lock = tu_new(lock_path, (flags));	\
+									\
+		name##_body(lock_path, lock);				\
+		pidlock_free(lock);					\
+	}								\
+	END_TEST							\
+	static void name##_body(char *p, struct pidlock *l)
+
+/* Tells a tu_hold() child to release, checks that it did, and that l
+ * then takes the lock at once. */
+void tu_release_to(struct tu_child *c, struct pidlock *l);
+
+/* --- end A2 --- */
