@@ -383,6 +383,12 @@ void tu_run_cases(const char *suite, const char *tcase, int timeout,
 	tu_run_suite(s);
 }
 
+/* What a child needs to make its own handle on the lock. */
+struct hold_arg {
+	const char *path;
+	unsigned int flags;
+};
+
 static int waiter_fn(struct tu_child *c, void *arg)
 {
 	const struct hold_arg *h = arg;
