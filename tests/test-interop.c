@@ -64,13 +64,14 @@ static int spec_acquire(const char *path, struct spec_opts *o)
 {
 	for (;;) {
 		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		long pid, ts;
-		char buf[128];
-		int n, r;
+		long pid = 0, ts = 0;
+		int r;
 
 		if (fd >= 0) {
-			n = snprintf(buf, sizeof(buf), "pid=%ld\ntimestamp=%ld\n",
-				     (long)getpid(), (long)time(NULL));
+			char buf[128];
+			int n = snprintf(buf, sizeof(buf), "pid=%ld\ntimestamp=%ld\n",
+					 (long)getpid(), (long)time(NULL));
+
 			if (write(fd, buf, (size_t)n) != n || fsync(fd) < 0)
 				return -EIO;
 			close(fd);
@@ -208,7 +209,7 @@ static int stale_judge(struct tu_child *c, void *arg)
 	/* A Rust-style spec peer: deletes any lock older than its stale
 	 * timeout (1 s here), whatever its pid. */
 	while (tu_ms() < deadline) {
-		long pid, ts;
+		long pid = 0, ts = 0;
 
 		if (spec_parse(lock, &pid, &ts) == 0 && time(NULL) - ts > 1)
 			return 7;

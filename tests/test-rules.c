@@ -511,6 +511,8 @@ static void make_user_file(const char *path, enum user_file kind)
 	static const char *const text[] = {
 		[UF_SCRIPT] = "#!/bin/sh\necho hi\n",
 		[UF_TEXT] = "my data\n",
+		/* One string on two lines: */
+		/* NOLINTNEXTLINE(bugprone-suspicious-missing-comma) */
 		[UF_SPEC_THEN_TEXT] = "pid=1\ntimestamp=1700000000\n"
 				      "and then the user's own notes\n",
 		[UF_BARE_X] = "x",

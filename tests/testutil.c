@@ -239,7 +239,9 @@ static char read_byte(int fd)
 	do
 		n = read(fd, &ch, 1);
 	while (n < 0 && errno == EINTR);
-	return n == 1 ? ch : 0;
+	if (n != 1)
+		return 0;
+	return ch;
 }
 
 char tu_wait_signal(struct tu_child *c)
@@ -324,6 +326,13 @@ int tu_sh(const char *fmt, ...)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static bool env_is_1(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && strcmp(v, "1") == 0;
+}
+
 bool tu_in_place(void)
 {
 	char a[4200], b[4200];
@@ -331,8 +340,7 @@ bool tu_in_place(void)
 	int fd;
 
 	/* The fault shim refusing both, as make check-notmpfile has it. */
-	if (getenv("FAULT_NORENAME") && strcmp(getenv("FAULT_NORENAME"), "1") == 0 &&
-	    getenv("FAULT_NOTMPFILE") && strcmp(getenv("FAULT_NOTMPFILE"), "1") == 0)
+	if (env_is_1("FAULT_NORENAME") && env_is_1("FAULT_NOTMPFILE"))
 		return true;
 	snprintf(a, sizeof(a), "%s/.tu-probe-a", tu_dir());
 	snprintf(b, sizeof(b), "%s/.tu-probe-b", tu_dir());
