@@ -813,7 +813,7 @@ static int nlink_zero_fn(struct tu_child *c, void *arg)
 	return 0;
 }
 
-/* same_inode(): nlink == 0 means gone, even if the path still finds it. */
+/* existing_same_inode(): nlink == 0 means gone, even if the path still finds it. */
 START_TEST(nlink_zero_is_gone)
 {
 	struct tu_child c;

@@ -372,7 +372,7 @@ void tu_run_suite(Suite *s)
 	exit(failed ? EXIT_FAILURE : EXIT_SUCCESS);
 }
 
-/* --- shared test shapes (A2) --- */
+/* --- the shapes the protocol suites share ---------------------------- */
 
 #include <stdint.h>
 
@@ -501,4 +501,3 @@ void tu_release_to(struct tu_child *c, struct pidlock *l)
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 }
 
-/* --- end A2 --- */

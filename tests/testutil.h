@@ -170,9 +170,7 @@ bool tu_has_temp(const char *dir);
  * and the tag variables say, and exits: 0 if every check passed. */
 void tu_run_suite(Suite *s) __attribute__((noreturn));
 
-#endif
-
-/* --- shared test shapes (A2) --- */
+/* --- the shapes the protocol suites share ---------------------------- */
 
 /* One row of a suite's table: a test, and how many times it runs: 1, or
  * one run per case (_i from 0) where its body is a table of cases. */
@@ -231,4 +229,4 @@ void tu_write_spec(const char *path, pid_t pid, long age, const char *tag);
  * then takes the lock at once. */
 void tu_release_to(struct tu_child *c, struct pidlock *l);
 
-/* --- end A2 --- */
+#endif

@@ -3,7 +3,8 @@
  * A daemon written against libbsd's pidfile(3), the way the manual
  * shows it.  The build compiles it twice: as is with -lbsd, and with the
  * one include line switched to <pidlock-pidfile.h> with -lpidlock (see
- * daemon.mk).  Nothing else in this file knows about libpidlock.
+ * tests/daemon/Makemodule.am).  Nothing else in this file knows about
+ * libpidlock.
  *
  *   bsd-daemon PIDFILE
  */

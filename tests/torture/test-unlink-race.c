@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Guards the rule "a file with no links is gone" (same_inode()).
+ * Guards the rule "a file with no links is gone" (existing_same_inode()).
  *
  * A spec-only peer creates, writes and unlinks its lock file in a tight
  * loop, holding no kernel lock, while libpidlock tries to take the same
