@@ -132,11 +132,13 @@ spec_lock() {
 	( set -C; printf 'pid=%s\ntimestamp=%s\n' "$2" "$3" > "$1" )
 }
 
-# Start pidlock in the background with SIGINT and SIGQUIT at their
-# defaults (a non-interactive shell ignores them in background jobs), in
-# a process group of its own so that cleanup reaches its command too.
+# Start pidlock in the background with the signals it forwards at their
+# defaults (a non-interactive shell ignores SIGINT and SIGQUIT in
+# background jobs; nohup, or a CI runner, may have SIGHUP ignored, which
+# pidlock would then rightly not forward), in a process group of its own
+# so that cleanup reaches its command too.
 start_bg() {
-	setsid env --default-signal=INT,QUIT "$PIDLOCK" "$@" &
+	setsid env --default-signal=INT,QUIT,HUP,USR1,USR2,TERM "$PIDLOCK" "$@" &
 	LAST=$!
 	track "$LAST"
 }
