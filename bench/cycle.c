@@ -137,6 +137,7 @@ static struct pidlock *new_lock(const char *path, unsigned int flags)
 
 static int add_peers(struct subject *s, int n)
 {
+	(void)s;	/* unused where neither peer was found */
 #ifdef HAVE_LIBLOCKFILE
 	add(s, &n, "liblockfile create/remove", "liblockfile",
 	    cycle_lockfile, NULL);
