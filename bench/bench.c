@@ -30,7 +30,7 @@
 #define WITH_LOCK_EX_PATH ""
 #endif
 
-static void usage(void)
+__attribute__((noreturn)) static void usage(void)
 {
 	fprintf(stderr, "usage: bench [--quick] [--csv DIR] [-d DIR] "
 		"[-b BATCHES] [-c CYCLES] [-r ROUNDS] [-s SECONDS] "

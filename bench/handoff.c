@@ -157,7 +157,8 @@ int bench_stamp_exit(const char *file)
 	return close(fd) < 0;
 }
 
-static void wle_holder(const char *wle, const char *stamp)
+__attribute__((noreturn)) static void wle_holder(const char *wle,
+						 const char *stamp)
 {
 	char self[4096];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -170,7 +171,8 @@ static void wle_holder(const char *wle, const char *stamp)
 	_exit(127);
 }
 
-static void wle_waiter(double *acquired, bool fresh)
+__attribute__((noreturn)) static void wle_waiter(double *acquired,
+						 bool fresh)
 {
 	struct pidlock *w;
 

@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -21,6 +20,14 @@
 
 #ifdef HAVE_LIBLOCKFILE
 #include <lockfile.h>
+#endif
+/* musl's toolchain has no kernel headers; the two operations' numbers
+ * are the kernel's ABI. */
+#if __has_include(<linux/futex.h>)
+#include <linux/futex.h>
+#else
+#define FUTEX_WAIT 0
+#define FUTEX_WAKE 1
 #endif
 
 #include <pidlock.h>
@@ -101,7 +108,8 @@ static void give(struct locker *l)
 			bench_die("lockfile_remove", errno);
 #endif
 		return;
-	default:
+	case PIDLOCK_BLOCKED:
+	case PIDLOCK_TIMED:
 		r = pidlock_release(l->lock);
 		if (r < 0)
 			bench_die("pidlock_release", -r);
