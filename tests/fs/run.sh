@@ -248,13 +248,15 @@ feature() {
 publish_path() {
 	dir=$1 log="$WORK/logs/$2.strace"
 	command -v strace >/dev/null 2>&1 || { echo "? (no strace)"; return; }
-	strace -f -qq -e trace=openat,open,linkat,link -o "$log" \
+	strace -f -qq -e trace=openat,open,linkat,link,renameat2 -o "$log" \
 		"$PIDLOCK" "$dir/path-probe.lock" true >/dev/null 2>&1 ||
 		{ echo "? (strace or pidlock failed)"; return; }
-	if grep -q 'O_TMPFILE.*= [0-9]' "$log" && grep -q '^[0-9]* *linkat(.*= 0' "$log"; then
+	if grep -q 'renameat2(.*pidlock-tmp-.*RENAME_NOREPLACE) = 0' "$log"; then
+		echo "named temp+renameat2"
+	elif grep -q 'O_TMPFILE.*= [0-9]' "$log" && grep -q '^[0-9]* *linkat(.*= 0' "$log"; then
 		echo "O_TMPFILE+linkat"
-	elif grep -q 'link(".*pidlock-tmp-.*= 0' "$log"; then
-		echo "named temp+link"
+	elif grep -q 'path-probe.lock".*O_EXCL.*= [0-9]' "$log"; then
+		echo "in place"
 	else
 		echo "? (see $log)"
 	fi
