@@ -50,15 +50,6 @@ static char signal_within(struct tu_child *c, int ms)
 	return tu_wait_signal(c);
 }
 
-static long cpu_ms_self(void)
-{
-	struct rusage ru;
-
-	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
-	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000L +
-	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000L;
-}
-
 /* ---- the final inode check ------------------------------------------ */
 
 /* A spec-only peer, as the spec says: remove, O_EXCL create, write. */
@@ -296,9 +287,9 @@ static int timed_waiter(struct tu_child *c, void *arg)
 	    pidlock_set_retry_interval(l, *retry_ms) < 0)
 		return 2;
 	tu_signal(c, 'W');
-	before = cpu_ms_self();
+	before = tu_cpu_ms();
 	r = pidlock_acquire(l, SPIN_WAIT_MS);
-	cpu = (int32_t)(cpu_ms_self() - before);
+	cpu = (int32_t)(tu_cpu_ms() - before);
 	if (write(c->to_parent, &cpu, sizeof(cpu)) != sizeof(cpu))
 		return 3;
 	pidlock_free(l);
