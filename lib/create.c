@@ -222,17 +222,34 @@ static int create_unnamed(struct pidlock *lock)
 	return 0;
 }
 
+/* Our fresh file is not ours to remove unless the path still names it:
+ * the locks may be somebody else's, or a peer may have replaced it. */
+static void in_place_discard(struct pidlock *lock, int fd)
+{
+	struct stat st;
+
+	if (existing_same_inode(lock->path, fd, &st) == 0)
+		(void)unlink(lock->path);
+	io_close_keep_errno(fd);
+}
+
 /*
  * Lock, then write: we write only into a file we hold.  An acquirer that
  * opens the file in between and wins the locks holds an empty, young
  * file; it waits out rule C's grace for a write that never comes (we
  * give way without writing) and then takes it over, keeping it as it
  * keeps any empty file.  Only what we hold is ours to take back.
+ *
+ * The file is unlocked between the create and our locks, so the inode
+ * check after them is as final here as on every other path: a peer of
+ * the fslock-guard kind can open it, hold it, and unlink it on release
+ * in that window, and we would then lock a file nobody else can see.
  */
 static int create_in_place(struct pidlock *lock)
 {
 	int fd = open(lock->path, O_CREAT | O_EXCL | OPEN_FLAGS, lock->mode);
 	unsigned int busy = 0;
+	struct stat st;
 	int r;
 
 	if (fd < 0)
@@ -243,11 +260,15 @@ static int create_in_place(struct pidlock *lock)
 		return -EEXIST;
 	}
 	if (r == 0)
+		r = existing_same_inode(lock->path, fd, &st);
+	if (r > 0) {
+		io_close_keep_errno(fd);
+		return -EAGAIN;
+	}
+	if (r == 0)
 		r = prepare(lock, fd, getpid(), false);
 	if (r < 0) {
-		if (busy == 0)
-			(void)unlink(lock->path);	/* held by us: ours */
-		io_close_keep_errno(fd);
+		in_place_discard(lock, fd);
 		return r;
 	}
 	lock->fd = fd;

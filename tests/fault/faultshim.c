@@ -39,6 +39,7 @@ static struct {
 	int notmpfile;		/* -1: read the environment first */
 	int norename;		/* -1: read the environment first */
 	int nowatch;
+	fault_hook created;	/* once, after an O_EXCL create */
 	char path[4096];	/* path argument of the failed call, if any */
 } st = { .notmpfile = -1, .norename = -1 };
 
@@ -108,6 +109,10 @@ EXPORT void fault_nowatch(int on)
 	st.hit = 0;
 }
 
+EXPORT void fault_after_create(fault_hook fn)
+{
+	st.created = fn;
+}
 
 static void *real(const char *name)
 {
@@ -161,6 +166,33 @@ static void note(const char *what)
 	errno = saved;
 }
 
+static bool is_temp_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return strncmp(base, ".pidlock-tmp-", 13) == 0;
+}
+
+static bool is_excl(int flags)
+{
+	return (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL);
+}
+
+/* The hook runs once, and is cleared first: what it does may open. */
+static int after_open(const char *path, int flags, int fd)
+{
+	fault_hook fn = st.created;
+	int saved = errno;
+
+	if (fd < 0 || !fn || !is_excl(flags) || is_temp_name(path))
+		return fd;
+	st.created = NULL;
+	fn(path);
+	errno = saved;
+	return fd;
+}
+
 static bool needs_mode(int flags)
 {
 	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
@@ -170,8 +202,6 @@ static bool needs_mode(int flags)
  * O_TMPFILE; false lets the real call go ahead. */
 static bool open_fails(const char *path, int flags, enum fault_fn fn)
 {
-	const char *base;
-
 	if (inject(fn, NULL)) {
 		note_path(path);
 		return true;
@@ -181,10 +211,7 @@ static bool open_fails(const char *path, int flags, enum fault_fn fn)
 		errno = EOPNOTSUPP;
 		return true;
 	}
-	base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL) &&
-	    strncmp(base, ".pidlock-tmp-", 13) == 0)
+	if (is_excl(flags) && is_temp_name(path))
 		note("named-temp\n");
 	return false;
 }
@@ -208,7 +235,7 @@ EXPORT int name params \
 	} \
 	if (open_fails(path, flags, fn)) \
 		return -1; \
-	return real_##name args; \
+	return after_open(path, flags, real_##name args); \
 }
 
 #define OPEN_WRAPPER(name, fn) \

@@ -33,5 +33,10 @@ void fault_norename(int on);
 /* Every inotify_add_watch(2) fails with ENOSPC, as with the user's
  * watch quota used up; fault_hits() counts them. */
 void fault_nowatch(int on);
+/* fn(path) runs once, right after the next successful open(2) with
+ * O_CREAT|O_EXCL of a name that is not a temp name: the in-place
+ * create's window between its create and its locks. */
+typedef void (*fault_hook)(const char *path);
+void fault_after_create(fault_hook fn);
 
 #endif

@@ -361,6 +361,91 @@ START_TEST(test_wait_without_watches)
 }
 END_TEST
 
+/* An fslock-guard peer: open (creating), flock, the inode check.  Its
+ * descriptor, or -1 if the path moved under it. */
+static int guard_take(const char *p)
+{
+	struct stat fst, lst;
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+	if (fd < 0 || flock(fd, LOCK_EX) < 0 || fstat(fd, &fst) < 0)
+		_exit(4);
+	if (lstat(p, &lst) < 0 || lst.st_ino != fst.st_ino ||
+	    lst.st_dev != fst.st_dev) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static struct tu_child guard_holder;
+
+/* In the in-place create's window (file made, not yet locked): one
+ * fslock-guard peer takes the new file, uses it and releases it as that
+ * protocol does (unlink, then close); a second one then creates the
+ * path afresh and holds it.  Each is its own process. */
+static void guard_cycles_in_window(const char *p)
+{
+	struct tu_child c;
+	pid_t pid = tu_fork(&c);
+	int fd;
+
+	if (pid == 0) {
+		fd = guard_take(p);
+		if (fd < 0 || unlink(p) < 0)
+			_exit(5);
+		_exit(0);
+	}
+	ck_assert_int_eq(tu_join(&c), 0);
+	if (tu_fork(&guard_holder) == 0) {
+		do
+			fd = guard_take(p);
+		while (fd < 0);
+		tu_signal(&guard_holder, 'L');
+		pause();
+		_exit(0);
+	}
+	ck_assert_int_eq(tu_wait_signal(&guard_holder), 'L');
+}
+
+/*
+ * The in-place create (no RENAME_NOREPLACE, no O_TMPFILE) leaves its new
+ * file unlocked until it takes its locks.  A peer that holds and
+ * unlinks the file in that window leaves it with locks on a file that
+ * has no name, while a second peer holds the one at the path: the
+ * inode check after the locks must send it back, and the answer is
+ * busy, never a second holder.
+ */
+START_TEST(test_in_place_window)
+{
+	struct pidlock *lock;
+	ino_t held;
+
+	fresh_dir();
+	fault_norename(1);
+	fault_notmpfile(1);
+	ck_assert_int_eq(pidlock_new(&lock, path, 0), 0);
+	/* Once first, so that the handle's first-acquire checks of the
+	 * file system are behind it. */
+	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
+	ck_assert_int_eq(pidlock_release(lock), 0);
+	fault_after_create(guard_cycles_in_window);
+	ck_assert_int_eq(pidlock_acquire(lock, 0), -EWOULDBLOCK);
+	fault_after_create(NULL);
+	ck_assert_int_gt(guard_holder.pid, 0);
+	held = tu_ino(path);
+	ck_assert_int_eq(pidlock_acquire(lock, 300), -ETIMEDOUT);
+	ck_assert(tu_ino(path) == held);
+	tu_kill(&guard_holder);
+	ck_assert_int_eq(pidlock_acquire(lock, 5000), 0);
+	ck_assert_int_eq(pidlock_verify(lock), 0);
+	ck_assert_int_eq(pidlock_release(lock), 0);
+	pidlock_free(lock);
+	fault_notmpfile(0);
+	fault_norename(0);
+}
+END_TEST
+
 /* The shim itself: a fault it reports must be one the caller saw. */
 START_TEST(test_shim_injects)
 {
@@ -389,6 +474,7 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc, test_shim_injects);
 	tcase_add_test(tc, test_named_path_runs);
 	tcase_add_test(tc, test_wait_without_watches);
+	tcase_add_test(tc, test_in_place_window);
 	tcase_add_test(tc, test_create);
 	tcase_add_test(tc, test_takeover);
 	tcase_add_test(tc, test_release);
