@@ -9,7 +9,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifdef HAVE_LIBBSD
@@ -70,6 +73,34 @@ static void cycle_tmpfile_link(void *arg)
 	    linkat(fd, "", AT_FDCWD, bench_path, AT_EMPTY_PATH) < 0 ||
 	    unlink(bench_path) < 0 || close(fd) < 0)
 		bench_die("tmpfile/linkat", errno);
+}
+
+/*
+ * The floor: the nine calls the protocol needs, with nothing around
+ * them (no content formatting, no checks of the answers beyond
+ * failure).  The bare cycle plus a write of the record, the OFD lock
+ * and the publishing rename; what pidlock spends above this is the
+ * library's own.
+ */
+static void cycle_floor(void *arg)
+{
+	static unsigned int n;
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct stat st, lst;
+	char tmp[4300];
+	int fd;
+
+	(void)arg;
+	snprintf(tmp, sizeof(tmp), "%s/.floor-tmp-%u", bench_dir, n++);
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+		  0644);
+	if (fd < 0 || pwrite(fd, record, sizeof(record) - 1, 0) < 0 ||
+	    flock(fd, LOCK_EX | LOCK_NB) < 0 || fcntl(fd, F_OFD_SETLK, &fl) < 0 ||
+	    fstat(fd, &st) < 0 ||
+	    renameat2(AT_FDCWD, tmp, AT_FDCWD, bench_path, RENAME_NOREPLACE) < 0 ||
+	    lstat(bench_path, &lst) < 0 || lst.st_ino != st.st_ino ||
+	    unlink(bench_path) < 0 || close(fd) < 0)
+		bench_die("floor", errno);
 }
 
 #ifdef HAVE_LIBLOCKFILE
@@ -201,8 +232,8 @@ static void synced(const struct bench_opts *o, const char *dir, FILE *csv)
 
 void bench_cycles(const struct bench_opts *o)
 {
-	struct subject s[8];
-	double (*mean)[BENCH_MAX_SAMPLES] = calloc(8, sizeof(*mean));
+	struct subject s[9];
+	double (*mean)[BENCH_MAX_SAMPLES] = calloc(9, sizeof(*mean));
 	struct pidlock *fast = new_lock(bench_path, PIDLOCK_NO_SYNC);
 	FILE *csv = bench_csv(o, "cycle.csv", "subject,median_us,ratio");
 	int n = 0;
@@ -214,6 +245,8 @@ void bench_cycles(const struct bench_opts *o)
 	add(s, &n, "bare flock cycle (baseline)", "bare", cycle_bare, NULL);
 	add(s, &n, "pidlock, PIDLOCK_NO_SYNC", "pidlock", cycle_pidlock, fast);
 	n = add_peers(s, n);
+	add(s, &n, "  floor: the 9 calls alone, no library", "floor",
+	    cycle_floor, NULL);
 	add(s, &n, "  part: create, write, unlink, close", "create-write",
 	    cycle_create_write, NULL);
 	add(s, &n, "  part: O_TMPFILE, write, linkat, ...", "tmpfile-linkat",

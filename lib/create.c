@@ -186,7 +186,7 @@ static int prepare(struct pidlock *lock, int fd, pid_t pid, bool take_locks)
 static int create_named(struct pidlock *lock)
 {
 	char tmp[PATH_BUF];
-	pid_t pid = getpid();
+	pid_t pid = self_pid();
 	int fd = open_named(lock, pid, tmp, sizeof(tmp));
 	int r;
 
@@ -211,7 +211,7 @@ static int create_unnamed(struct pidlock *lock)
 
 	if (fd < 0)
 		return fd;
-	r = prepare(lock, fd, getpid(), true);
+	r = prepare(lock, fd, self_pid(), true);
 	if (r == 0)
 		r = publish_unnamed(lock, fd);
 	if (r < 0) {
@@ -266,7 +266,7 @@ static int create_in_place(struct pidlock *lock)
 		return -EAGAIN;
 	}
 	if (r == 0)
-		r = prepare(lock, fd, getpid(), false);
+		r = prepare(lock, fd, self_pid(), false);
 	if (r < 0) {
 		in_place_discard(lock, fd);
 		return r;

@@ -241,7 +241,7 @@ static bool must_keep(const struct pidlock *lock, const struct content *c)
 static int takeover(struct pidlock *lock, int fd, const struct stat *st,
 		    const struct content *c)
 {
-	int r = io_write_record(lock, fd, getpid(), must_keep(lock, c),
+	int r = io_write_record(lock, fd, self_pid(), must_keep(lock, c),
 				(size_t)st->st_size);
 
 	if (r < 0)

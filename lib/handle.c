@@ -165,6 +165,11 @@ PIDLOCK_EXPORT int pidlock_fd(const struct pidlock *lock)
 		return -EINVAL;
 	if (lock->fd < 0)
 		return -ENOLCK;
+	/* The caller may dup it or fork with it: release must then unlock
+	 * before it closes.  The handle is never const itself (only
+	 * pidlock_new() makes one); the const promises the caller that
+	 * the lock is not changed. */
+	((struct pidlock *)lock)->fd_given = true;
 	return lock->fd;
 }
 

@@ -45,6 +45,7 @@ struct pidlock {
 	unsigned long gen;	/* fork generation when the acquire began */
 	size_t written;		/* bytes of content last written */
 	bool keep;		/* release leaves the inode at the path */
+	bool fd_given;		/* pidlock_fd() told the caller the fd */
 	int link_mode;		/* how to publish a temp file, see create.c */
 	bool dir_checked;
 	bool swept;		/* leftover temp files swept once */
@@ -143,6 +144,11 @@ int existing_try(struct pidlock *lock, int64_t deadline, int *fdp);
 /* self.c */
 void self_init(void);
 unsigned long self_fork_generation(void);
+pid_t self_pid(void);
+/* true: no fork since `gen` and none can start until self_close_end():
+ * the descriptor about to be closed is nobody else's. */
+bool self_close_begin(unsigned long gen);
+void self_close_end(void);
 
 /* leftover.c */
 void leftover_sweep(const struct pidlock *lock);

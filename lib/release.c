@@ -52,7 +52,7 @@ PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
 	if (r == 0)
 		r = held_length(lock, &old);
 	if (r == 0)
-		r = io_write_record(lock, lock->fd, getpid(), lock->keep, old);
+		r = io_write_record(lock, lock->fd, self_pid(), lock->keep, old);
 	return io_rc_filter(r);
 }
 
@@ -63,6 +63,7 @@ static void forget(struct pidlock *lock)
 	lock->ino = 0;
 	lock->writer = 0;
 	lock->keep = false;
+	lock->fd_given = false;
 }
 
 PIDLOCK_EXPORT int pidlock_close(struct pidlock *lock)
@@ -96,7 +97,7 @@ static bool file_names_us(const struct pidlock *lock)
 {
 	char buf[CONTENT_READ_MAX];
 	struct content c;
-	pid_t self = getpid();
+	pid_t self = self_pid();
 	ssize_t n;
 
 	if (record_is_ours(lock, self))
@@ -123,14 +124,40 @@ static int mark_released(struct pidlock *lock)
 }
 
 /*
+ * Are there other references to our open file description?  A forked
+ * child or a dup of pidlock_fd() shares its locks, and close(2) drops
+ * them only with the last reference: then we unlock first, for all of
+ * them.  A file that stays at the path is always unlocked first, as
+ * another reference we cannot know of would hold the lock there.
+ */
+static bool unlock_first(const struct pidlock *lock)
+{
+	return lock->keep || (lock->flags & PIDLOCK_KEEP_FILE) ||
+	       lock->fd_given;
+}
+
+/* close(2) of a held descriptor: EINTR still closed it (Linux). */
+static int close_held(struct pidlock *lock)
+{
+	int r = close(lock->fd) < 0 && errno != EINTR ? -errno : 0;
+
+	lock->fd = -1;
+	return r;
+}
+
+/*
  * The owner's release: unlink (or mark a kept file released) while we
  * still hold the kernel locks, so nobody can see a free lock with a
- * stale record of ours at the path; then drop the locks for every
- * process that shares the description, and close.
+ * stale record of ours at the path; then drop the locks and close.
+ * When the descriptor is nobody else's (no fork since the acquire, none
+ * under way, no pidlock_fd()), close(2) drops the locks itself: two
+ * system calls fewer.  self.c holds a fork in another thread back
+ * until that close is done.
  */
 static int let_go(struct pidlock *lock)
 {
-	int r;
+	bool alone;
+	int r, rc;
 
 	if (lock->keep || (lock->flags & PIDLOCK_KEEP_FILE))
 		r = mark_released(lock);
@@ -138,9 +165,13 @@ static int let_go(struct pidlock *lock)
 		r = unlink(lock->path) < 0 ? -errno : 0;
 	if (r < 0)
 		return r;
-	/* Always, not only after a fork we know of: another thread may
-	 * fork while we close, and pidlock_fd() copies share the locks. */
-	return klock_drop(lock->fd, lock->kinds);
+	alone = !unlock_first(lock) && self_close_begin(lock->gen);
+	if (!alone)
+		r = klock_drop(lock->fd, lock->kinds);
+	rc = close_held(lock);
+	if (alone)
+		self_close_end();
+	return r < 0 ? r : rc;
 }
 
 PIDLOCK_EXPORT int pidlock_release(struct pidlock *lock)
@@ -154,8 +185,12 @@ PIDLOCK_EXPORT int pidlock_release(struct pidlock *lock)
 		return r;
 	if (r == 0 && file_names_us(lock))
 		r = let_go(lock);
-	if (close(lock->fd) < 0 && errno != EINTR && r == 0)
-		r = -errno;
+	if (lock->fd >= 0) {
+		int rc = close_held(lock);
+
+		if (r == 0)
+			r = rc;
+	}
 	forget(lock);
 	return io_rc_filter(r);
 }

@@ -22,6 +22,7 @@
 #include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -264,6 +265,51 @@ START_TEST(parent_release_after_child_refresh)
 	ck_assert_int_eq(tu_join(&c), 0);
 	ck_assert_int_eq(pidlock_acquire(other, 0), 0);
 	pidlock_free(other);
+	pidlock_free(l);
+}
+END_TEST
+
+/*
+ * Rule "release", pid: a child made without fork handlers (a raw
+ * clone(2), as _Fork() makes) must still know it is not the process
+ * that wrote the record.  Its release of the inherited handle leaves
+ * the parent's lock alone, and a record it writes names the child.
+ */
+static int raw_child(struct pidlock *inherited, const char *other)
+{
+	char want[32];
+	struct pidlock *l;
+
+	if (pidlock_release(inherited) < 0)
+		return 2;
+	if (pidlock_new(&l, other, PIDLOCK_NO_SYNC) < 0 ||
+	    pidlock_acquire(l, 0) < 0)
+		return 3;
+	snprintf(want, sizeof(want), "pid=%ld\n", (long)syscall(SYS_getpid));
+	if (strncmp(tu_read(other), want, strlen(want)) != 0)
+		return 4;
+	return pidlock_release(l) < 0 ? 5 : 0;
+}
+
+START_TEST(raw_clone_child_is_not_parent)
+{
+	char *p = tu_path("a.lock"), *q = tu_path("b.lock");
+	struct pidlock *l = tu_new(p, 0);
+	ino_t ino;
+	long pid;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ino = tu_ino(p);
+	pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(raw_child(l, q));
+	ck_assert_int_eq(tu_reap((pid_t)pid), 0);
+	ck_assert_msg(tu_exists(p) && tu_ino(p) == ino,
+		      "a raw clone child removed its parent's lock");
+	ck_assert_int_eq(pidlock_verify(l), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert(!tu_exists(p));
 	pidlock_free(l);
 }
 END_TEST
@@ -828,6 +874,7 @@ int main(void)
 		{ release_frees_descriptor_copy, 1 },
 		{ daemonize_close_then_release, 1 },
 		{ parent_release_after_child_refresh, 1 },
+		{ raw_clone_child_is_not_parent, 1 },
 		{ no_spin_kept_fd_then_spec_holder, 1 },
 		{ no_spin_four_waiters, 1 },
 		{ spec_holder_no_temp_per_poll, 1 },

@@ -40,6 +40,8 @@ static struct {
 	int norename;		/* -1: read the environment first */
 	int nowatch;
 	fault_hook created;	/* once, after an O_EXCL create */
+	fault_fd_hook closing;	/* once, before close(closing_fd) */
+	int closing_fd;
 	char path[4096];	/* path argument of the failed call, if any */
 } st = { .notmpfile = -1, .norename = -1 };
 
@@ -112,6 +114,12 @@ EXPORT void fault_nowatch(int on)
 EXPORT void fault_after_create(fault_hook fn)
 {
 	st.created = fn;
+}
+
+EXPORT void fault_before_close(int fd, fault_fd_hook fn)
+{
+	st.closing_fd = fd;
+	st.closing = fn;
 }
 
 static void *real(const char *name)
@@ -399,4 +407,16 @@ EXPORT int unlinkat(int dfd, const char *path, int fl)
 		return -1;
 	}
 	return real_unlinkat(dfd, path, fl);
+}
+
+EXPORT int close(int fd)
+{
+	REAL(int, close, (int));
+	fault_fd_hook fn = st.closing;
+
+	if (fn && fd == st.closing_fd) {
+		st.closing = NULL;
+		fn(fd);
+	}
+	return real_close(fd);
 }

@@ -38,5 +38,8 @@ void fault_nowatch(int on);
  * create's window between its create and its locks. */
 typedef void (*fault_hook)(const char *path);
 void fault_after_create(fault_hook fn);
+/* fn(fd) runs once, right before the next close(2) of fd. */
+typedef void (*fault_fd_hook)(int fd);
+void fault_before_close(int fd, fault_fd_hook fn);
 
 #endif

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,6 +447,137 @@ START_TEST(test_in_place_window)
 }
 END_TEST
 
+static volatile int forked;
+static pid_t fork_child = -1;
+
+static void *fork_now(void *arg)
+{
+	(void)arg;
+	fork_child = fork();
+	if (fork_child == 0) {
+		sleep(10);
+		_exit(0);
+	}
+	forked = 1;
+	return NULL;
+}
+
+/* In the release's close: another thread forks, and we give it 300 ms
+ * to get its child made before the close goes on. */
+static pthread_t forker;
+
+static void fork_during_close(int fd)
+{
+	(void)fd;
+	forked = 0;
+	ck_assert_int_eq(pthread_create(&forker, NULL, fork_now, NULL), 0);
+	for (int ms = 0; ms < 300 && !forked; ms++)
+		usleep(1000);
+}
+
+/*
+ * A release closes its descriptor without unlocking it only when no
+ * other process can share it (lib/self.c).  A fork(2) in another thread
+ * that starts while the release closes must wait for the close: else
+ * its child would hold the released locks of the unlinked file, and a
+ * waiter that opened that file before the unlink would wait on it.  A
+ * spy descriptor opened before the release stands for that waiter.
+ */
+START_TEST(fork_waits_for_release_close)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct pidlock *lock;
+	int next, spy;
+
+	fresh_dir();
+	ck_assert_int_eq(pidlock_new(&lock, path, PIDLOCK_NO_SYNC), 0);
+	/* The lock's descriptor will be the lowest free one; pidlock_fd()
+	 * is not asked, as an fd given out is always unlocked first. */
+	next = dup(0);
+	ck_assert_int_ge(next, 0);
+	close(next);
+	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
+	ck_assert(tu_ino(path) != 0);
+	spy = open(path, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(spy, 0);
+	fault_before_close(next, fork_during_close);
+	ck_assert_int_eq(pidlock_release(lock), 0);
+	fault_before_close(-1, NULL);
+	ck_assert_int_eq(pthread_join(forker, NULL), 0);
+	ck_assert_int_gt(fork_child, 0);
+	ck_assert_msg(flock(spy, LOCK_EX | LOCK_NB) == 0 &&
+		      fcntl(spy, F_OFD_SETLK, &fl) == 0,
+		      "a child forked during the release holds its locks");
+	close(spy);
+	kill(fork_child, SIGKILL);
+	ck_assert_int_eq(tu_reap(fork_child), 128 + SIGKILL);
+	pidlock_free(lock);
+}
+END_TEST
+
+/* A fork held between the prepare handlers and the fork itself. */
+static volatile int in_prepare, go_fork;
+
+static void held_prepare(void)
+{
+	in_prepare = 1;
+	while (!go_fork)
+		usleep(1000);
+}
+
+/* In the release's close: let the held fork make its child, and wait
+ * for it, so that the child copies the descriptor before the close. */
+static void finish_fork_first(int fd)
+{
+	(void)fd;
+	go_fork = 1;
+	for (int ms = 0; ms < 2000 && !forked; ms++)
+		usleep(1000);
+}
+
+/*
+ * The other order: a fork(2) in another thread is under way (its fork
+ * handlers ran) when the release starts, and copies the descriptors
+ * before the release closes.  The release must see the fork under way
+ * and unlock first.
+ */
+START_TEST(release_sees_fork_under_way)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct pidlock *lock;
+	int next, spy;
+
+	fresh_dir();
+	/* Before pidlock_new(), so that it runs after the library's own
+	 * prepare handler (prepare handlers run last registered first). */
+	ck_assert_int_eq(pthread_atfork(held_prepare, NULL, NULL), 0);
+	ck_assert_int_eq(pidlock_new(&lock, path, PIDLOCK_NO_SYNC), 0);
+	next = dup(0);
+	ck_assert_int_ge(next, 0);
+	close(next);
+	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
+	spy = open(path, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(spy, 0);
+	forked = 0;
+	ck_assert_int_eq(pthread_create(&forker, NULL, fork_now, NULL), 0);
+	for (int ms = 0; ms < 2000 && !in_prepare; ms++)
+		usleep(1000);
+	ck_assert(in_prepare);
+	fault_before_close(next, finish_fork_first);
+	ck_assert_int_eq(pidlock_release(lock), 0);
+	fault_before_close(-1, NULL);
+	ck_assert_int_eq(pthread_join(forker, NULL), 0);
+	ck_assert_int_gt(fork_child, 0);
+	ck_assert_msg(flock(spy, LOCK_EX | LOCK_NB) == 0 &&
+		      fcntl(spy, F_OFD_SETLK, &fl) == 0,
+		      "a child whose fork was under way holds the locks");
+	close(spy);
+	kill(fork_child, SIGKILL);
+	ck_assert_int_eq(tu_reap(fork_child), 128 + SIGKILL);
+	pidlock_free(lock);
+}
+END_TEST
+
 /* The shim itself: a fault it reports must be one the caller saw. */
 START_TEST(test_shim_injects)
 {
@@ -475,6 +607,8 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc, test_named_path_runs);
 	tcase_add_test(tc, test_wait_without_watches);
 	tcase_add_test(tc, test_in_place_window);
+	tcase_add_test(tc, fork_waits_for_release_close);
+	tcase_add_test(tc, release_sees_fork_under_way);
 	tcase_add_test(tc, test_create);
 	tcase_add_test(tc, test_takeover);
 	tcase_add_test(tc, test_release);
