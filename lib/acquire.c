@@ -204,6 +204,22 @@ static int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 	}
 }
 
+/*
+ * Closing an inotify instance costs tens of microseconds (the kernel
+ * waits for a grace period of its event code before it frees it).  A
+ * waiter that got the lock keeps its instance until its own release
+ * has closed the lock file, so the hand-off does not wait for it, and
+ * the next holder is already on its way when the release pays.
+ */
+static void keep_or_close_watch(struct pidlock *lock, struct watch *w, int r)
+{
+	if (r == 0 && w->ifd >= 0) {
+		lock->wait_ifd = w->ifd;
+		w->ifd = -1;
+	}
+	wait_close(w);
+}
+
 static int acquire(struct pidlock *lock, int timeout_ms)
 {
 	struct watch w = { .ifd = -2, .file_wd = -1, .dir_wd = -1,
@@ -223,7 +239,7 @@ static int acquire(struct pidlock *lock, int timeout_ms)
 	lock->gen = self_fork_generation();
 	r = acquire_loop(lock, timeout_ms, &w, &fd);
 	wait_drop_kept(&w, &fd);
-	wait_close(&w);
+	keep_or_close_watch(lock, &w, r);
 	if (r == 0 && !lock->fs_checked) {
 		r = check_fs(lock);
 		if (r < 0)

@@ -100,6 +100,7 @@ PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
 	lock->retry_ms = PIDLOCK_DEFAULT_RETRY_MS;
 	lock->grace_ms = PIDLOCK_DEFAULT_GRACE_MS;
 	lock->fd = -1;
+	lock->wait_ifd = -1;
 	*lockp = lock;
 	return 0;
 }

@@ -64,6 +64,11 @@ static void forget(struct pidlock *lock)
 	lock->writer = 0;
 	lock->keep = false;
 	lock->fd_given = false;
+	/* After the lock's own close: the next holder is on its way
+	 * before we pay for this one (see acquire.c). */
+	if (lock->wait_ifd >= 0)
+		io_close_keep_errno(lock->wait_ifd);
+	lock->wait_ifd = -1;
 }
 
 PIDLOCK_EXPORT int pidlock_close(struct pidlock *lock)
