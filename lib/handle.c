@@ -101,6 +101,7 @@ PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
 	lock->grace_ms = PIDLOCK_DEFAULT_GRACE_MS;
 	lock->fd = -1;
 	lock->wait_ifd = -1;
+	lock->mark_given = &lock->fd_given;
 	*lockp = lock;
 	return 0;
 }
@@ -167,10 +168,10 @@ PIDLOCK_EXPORT int pidlock_fd(const struct pidlock *lock)
 	if (lock->fd < 0)
 		return -ENOLCK;
 	/* The caller may dup it or fork with it: release must then unlock
-	 * before it closes.  The handle is never const itself (only
-	 * pidlock_new() makes one); the const promises the caller that
-	 * the lock is not changed. */
-	((struct pidlock *)lock)->fd_given = true;
+	 * before it closes.  The const promises the caller that the lock is
+	 * not changed; this note is bookkeeping, made through a pointer that
+	 * pidlock_new() set to the handle's own field. */
+	*lock->mark_given = true;
 	return lock->fd;
 }
 

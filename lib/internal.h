@@ -46,6 +46,7 @@ struct pidlock {
 	size_t written;		/* bytes of content last written */
 	bool keep;		/* release leaves the inode at the path */
 	bool fd_given;		/* pidlock_fd() told the caller the fd */
+	bool *mark_given;	/* &fd_given, for pidlock_fd()'s const handle */
 	int wait_ifd;		/* the wait's inotify, closed after release */
 	int link_mode;		/* how to publish a temp file, see create.c */
 	bool dir_checked;
