@@ -14,6 +14,10 @@
 /* How often a try (timeout 0) starts over on a path that changed under
  * it before it reports the lock busy. */
 #define TRY_AGAIN_MAX 64
+/* The first lock's file system check found no file to ask (internal
+ * code, never returned), and how often the acquire then starts over. */
+#define FS_CHECK_AGAIN (-10000)
+#define FS_CHECK_TRIES 8
 
 /*
  * A world-writable directory without the sticky bit lets anybody delete
@@ -242,6 +246,12 @@ static int acquire(struct pidlock *lock, int timeout_ms)
 	keep_or_close_watch(lock, &w, r);
 	if (r == 0 && !lock->fs_checked) {
 		r = check_fs(lock);
+		/* Our new file is gone from the path already: taken away by
+		 * somebody our locks did not keep out (a spec-only peer, or a
+		 * "holder" on a file system whose locks exclude nobody).  The
+		 * check asked nothing: try again, and ask again. */
+		if (r == -ENOENT)
+			return refuse_fs(lock, FS_CHECK_AGAIN);
 		if (r < 0)
 			return refuse_fs(lock, r);
 		lock->fs_checked = true;
@@ -256,5 +266,9 @@ static int acquire(struct pidlock *lock, int timeout_ms)
 /* Only the codes of pidlock(3) ERRORS leave the library: see io.c. */
 PIDLOCK_EXPORT int pidlock_acquire(struct pidlock *lock, int timeout_ms)
 {
-	return io_rc_filter(acquire(lock, timeout_ms));
+	int r = acquire(lock, timeout_ms);
+
+	for (int i = 0; r == FS_CHECK_AGAIN && i < FS_CHECK_TRIES; i++)
+		r = acquire(lock, timeout_ms);
+	return io_rc_filter(r == FS_CHECK_AGAIN ? -ENOENT : r);
 }
