@@ -462,17 +462,63 @@ static void *fork_now(void *arg)
 	return NULL;
 }
 
-/* In the release's close: another thread forks, and we give it 300 ms
- * to get its child made before the close goes on. */
 static pthread_t forker;
 
+/* Up to ms milliseconds for *flag to be set; whether it was. */
+static bool wait_flag(const volatile int *flag, int ms)
+{
+	for (int i = 0; i < ms && !*flag; i++)
+		usleep(1000);
+	return *flag;
+}
+
+/* In the release's close: another thread forks, and we give it 300 ms
+ * to get its child made before the close goes on. */
 static void fork_during_close(int fd)
 {
 	(void)fd;
 	forked = 0;
 	ck_assert_int_eq(pthread_create(&forker, NULL, fork_now, NULL), 0);
-	for (int ms = 0; ms < 300 && !forked; ms++)
-		usleep(1000);
+	(void)wait_flag(&forked, 300);
+}
+
+/* The lock held, and a spy descriptor of its file, opened before the
+ * release as a waiter's would be.  Returns the lock's descriptor
+ * number: the lowest free one.  pidlock_fd() is not asked, as an fd
+ * given out is always unlocked first. */
+static int hold_with_spy(struct pidlock **lock, int *spy)
+{
+	int next;
+
+	ck_assert_int_eq(pidlock_new(lock, path, PIDLOCK_NO_SYNC), 0);
+	next = 0;
+	while (fcntl(next, F_GETFD) >= 0)
+		next++;
+	ck_assert_int_eq(pidlock_acquire(*lock, 0), 0);
+	*spy = open(path, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(*spy, 0);
+	return next;
+}
+
+/* Release with `hook` run before the close of descriptor `fd`; then the
+ * spy must get both locks, whatever the forked child copied. */
+static void release_spy_gets_locks(struct pidlock *lock, int fd,
+				   fault_fd_hook hook, int spy,
+				   const char *what)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+	fault_before_close(fd, hook);
+	ck_assert_int_eq(pidlock_release(lock), 0);
+	fault_before_close(-1, NULL);
+	ck_assert_int_eq(pthread_join(forker, NULL), 0);
+	ck_assert_int_gt(fork_child, 0);
+	ck_assert_msg(flock(spy, LOCK_EX | LOCK_NB) == 0 &&
+		      fcntl(spy, F_OFD_SETLK, &fl) == 0, "%s", what);
+	close(spy);
+	kill(fork_child, SIGKILL);
+	ck_assert_int_eq(tu_reap(fork_child), 128 + SIGKILL);
+	pidlock_free(lock);
 }
 
 /*
@@ -480,38 +526,18 @@ static void fork_during_close(int fd)
  * other process can share it (lib/self.c).  A fork(2) in another thread
  * that starts while the release closes must wait for the close: else
  * its child would hold the released locks of the unlinked file, and a
- * waiter that opened that file before the unlink would wait on it.  A
- * spy descriptor opened before the release stands for that waiter.
+ * waiter that opened that file before the unlink would wait on it.  The
+ * spy descriptor stands for that waiter.
  */
 START_TEST(fork_waits_for_release_close)
 {
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	struct pidlock *lock;
 	int next, spy;
 
 	fresh_dir();
-	ck_assert_int_eq(pidlock_new(&lock, path, PIDLOCK_NO_SYNC), 0);
-	/* The lock's descriptor will be the lowest free one; pidlock_fd()
-	 * is not asked, as an fd given out is always unlocked first. */
-	next = dup(0);
-	ck_assert_int_ge(next, 0);
-	close(next);
-	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
-	ck_assert(tu_ino(path) != 0);
-	spy = open(path, O_RDWR | O_CLOEXEC);
-	ck_assert_int_ge(spy, 0);
-	fault_before_close(next, fork_during_close);
-	ck_assert_int_eq(pidlock_release(lock), 0);
-	fault_before_close(-1, NULL);
-	ck_assert_int_eq(pthread_join(forker, NULL), 0);
-	ck_assert_int_gt(fork_child, 0);
-	ck_assert_msg(flock(spy, LOCK_EX | LOCK_NB) == 0 &&
-		      fcntl(spy, F_OFD_SETLK, &fl) == 0,
-		      "a child forked during the release holds its locks");
-	close(spy);
-	kill(fork_child, SIGKILL);
-	ck_assert_int_eq(tu_reap(fork_child), 128 + SIGKILL);
-	pidlock_free(lock);
+	next = hold_with_spy(&lock, &spy);
+	release_spy_gets_locks(lock, next, fork_during_close, spy,
+			       "a child forked during the release holds its locks");
 }
 END_TEST
 
@@ -531,8 +557,7 @@ static void finish_fork_first(int fd)
 {
 	(void)fd;
 	go_fork = 1;
-	for (int ms = 0; ms < 2000 && !forked; ms++)
-		usleep(1000);
+	(void)wait_flag(&forked, 2000);
 }
 
 /*
@@ -543,7 +568,6 @@ static void finish_fork_first(int fd)
  */
 START_TEST(release_sees_fork_under_way)
 {
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	struct pidlock *lock;
 	int next, spy;
 
@@ -551,30 +575,12 @@ START_TEST(release_sees_fork_under_way)
 	/* Before pidlock_new(), so that it runs after the library's own
 	 * prepare handler (prepare handlers run last registered first). */
 	ck_assert_int_eq(pthread_atfork(held_prepare, NULL, NULL), 0);
-	ck_assert_int_eq(pidlock_new(&lock, path, PIDLOCK_NO_SYNC), 0);
-	next = dup(0);
-	ck_assert_int_ge(next, 0);
-	close(next);
-	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
-	spy = open(path, O_RDWR | O_CLOEXEC);
-	ck_assert_int_ge(spy, 0);
+	next = hold_with_spy(&lock, &spy);
 	forked = 0;
 	ck_assert_int_eq(pthread_create(&forker, NULL, fork_now, NULL), 0);
-	for (int ms = 0; ms < 2000 && !in_prepare; ms++)
-		usleep(1000);
-	ck_assert(in_prepare);
-	fault_before_close(next, finish_fork_first);
-	ck_assert_int_eq(pidlock_release(lock), 0);
-	fault_before_close(-1, NULL);
-	ck_assert_int_eq(pthread_join(forker, NULL), 0);
-	ck_assert_int_gt(fork_child, 0);
-	ck_assert_msg(flock(spy, LOCK_EX | LOCK_NB) == 0 &&
-		      fcntl(spy, F_OFD_SETLK, &fl) == 0,
-		      "a child whose fork was under way holds the locks");
-	close(spy);
-	kill(fork_child, SIGKILL);
-	ck_assert_int_eq(tu_reap(fork_child), 128 + SIGKILL);
-	pidlock_free(lock);
+	ck_assert(wait_flag(&in_prepare, 2000));
+	release_spy_gets_locks(lock, next, finish_fork_first, spy,
+			       "a child whose fork was under way holds the locks");
 }
 END_TEST
 
