@@ -129,6 +129,8 @@ static int wait_busy(struct pidlock *lock, struct watch *w, int *fdp,
 			return 0;
 		}
 	}
+	if (w->file_wd < 0)
+		wait_watch_dir(w);
 	r = wait_for_event(w, lock->base, left, lock->retry_ms);
 	if (r < 0)
 		return r;

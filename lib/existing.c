@@ -129,17 +129,33 @@ static void note_holder(struct pidlock *lock, enum pidlock_state state,
 	lock->have_holder = true;
 }
 
-static void note_kernel_holder(struct pidlock *lock, int fd, unsigned int busy)
+/*
+ * A waiter retries the same busy file many times: its record is read
+ * again only if the file changed (another inode, a rewrite) or another
+ * kind of lock shows up, not on every try (four system calls each).
+ */
+static bool holder_known(const struct pidlock *lock, const struct stat *st,
+			 unsigned int busy)
+{
+	return lock->have_holder && lock->holder.state == PIDLOCK_STATE_HELD &&
+	       lock->holder_dev == st->st_dev && lock->holder_ino == st->st_ino &&
+	       lock->holder_size == st->st_size &&
+	       lock->holder_mtime.tv_sec == st->st_mtim.tv_sec &&
+	       lock->holder_mtime.tv_nsec == st->st_mtim.tv_nsec &&
+	       (busy & ~lock->holder.kernel_locks) == 0;
+}
+
+static void note_kernel_holder(struct pidlock *lock, int fd,
+			       const struct stat *st, unsigned int busy)
 {
 	char buf[CONTENT_READ_MAX];
 	struct content c;
-	struct stat st;
 	ssize_t n;
 
 	pid_t ignored = 0;
 	int ofd;
 
-	if (fstat(fd, &st) < 0)
+	if (holder_known(lock, st, busy))
 		return;
 	/* klock_take stops at the first busy kind; the OFD query is cheap. */
 	ofd = klock_query_ofd(fd, &ignored);
@@ -147,7 +163,9 @@ static void note_kernel_holder(struct pidlock *lock, int fd, unsigned int busy)
 		busy |= (unsigned int)ofd;
 	n = io_read_bounded(fd, buf, sizeof(buf));
 	content_parse(buf, n > 0 ? (size_t)n : 0, &c);
-	note_holder(lock, PIDLOCK_STATE_HELD, busy, &c, &st);
+	note_holder(lock, PIDLOCK_STATE_HELD, busy, &c, st);
+	lock->holder_size = st->st_size;
+	lock->holder_mtime = st->st_mtim;
 }
 
 /*
@@ -316,27 +334,27 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 	return takeover(lock, fd, st, &c);
 }
 
+/* *st: the file as it was before the lock was tried (for a busy one). */
 static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
-			  unsigned int *busy)
+			  struct stat *st, unsigned int *busy)
 {
-	struct stat st;
 	int r;
 
-	if (fstat(fd, &st) < 0)
+	if (fstat(fd, st) < 0)
 		return -errno;
-	r = handle_check_type(st.st_mode);
+	r = handle_check_type(st->st_mode);
 	if (r == 0)
-		r = check_owner(lock, &st);
+		r = check_owner(lock, st);
 	if (r == 0)
 		r = klock_take(fd, lock->kinds, deadline == -1, busy);
 	if (r < 0)
 		return r;
 	/* The inode check: a holder may have unlinked or replaced the file
 	 * after we opened it; then what we locked is not the lock. */
-	r = existing_same_inode(lock->path, fd, &st);
+	r = existing_same_inode(lock->path, fd, st);
 	if (r != 0)
 		return r < 0 ? r : TRY_AGAIN;
-	return decide(lock, fd, &st, deadline);
+	return decide(lock, fd, st, deadline);
 }
 
 /*
@@ -349,6 +367,7 @@ static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
 int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 {
 	unsigned int busy = 0;
+	struct stat st;
 	int fd = *fdp;
 	int r;
 
@@ -364,9 +383,9 @@ int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 		if (fd < 0)
 			return fd;
 	}
-	r = lock_and_check(lock, fd, deadline, &busy);
+	r = lock_and_check(lock, fd, deadline, &st, &busy);
 	if (r == -EWOULDBLOCK) {
-		note_kernel_holder(lock, fd, busy);
+		note_kernel_holder(lock, fd, &st, busy);
 		*fdp = fd;
 		return TRY_BUSY;
 	}

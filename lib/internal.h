@@ -55,6 +55,8 @@ struct pidlock {
 	bool have_holder;
 	dev_t holder_dev;	/* file of the holder found by the last try */
 	ino_t holder_ino;
+	struct timespec holder_mtime;	/* and its record's last change */
+	off_t holder_size;
 	struct pidlock_info holder;
 	char tag[PIDLOCK_TAG_MAX + 1];
 	char buf[CONTENT_BUF_MAX];
@@ -76,6 +78,7 @@ struct content {
 
 struct watch {
 	int ifd;		/* inotify, -1 if unavailable, -2 not yet made */
+	const char *dir;	/* watched only while no file watch is set */
 	int dir_wd;
 	int file_wd;
 	ino_t ino;
@@ -85,7 +88,7 @@ struct watch {
 #define WATCH_NAMES (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
 #define WATCH_WRITES (IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF)
 #define WATCH_RELEASE (IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_ATTRIB | \
-		       IN_DELETE_SELF)
+		       IN_DELETE_SELF | IN_MOVE_SELF)
 
 enum try_result { TRY_HELD_BY_US = 1, TRY_BUSY, TRY_AGAIN };
 
@@ -165,6 +168,7 @@ void inspect_fill_info(struct pidlock_info *info, enum pidlock_state state,
 void wait_init(struct watch *w, const char *dir);
 int wait_watch_file(struct watch *w, const char *path, uint32_t mask);
 void wait_unwatch_file(struct watch *w);
+void wait_watch_dir(struct watch *w);
 int wait_for_event(struct watch *w, const char *base, int64_t timeout_ms,
 		   int64_t poll_ms);
 void wait_close(struct watch *w);

@@ -21,12 +21,32 @@ void wait_init(struct watch *w, const char *dir)
 {
 	w->file_wd = -1;
 	w->dir_wd = -1;
+	w->dir = dir;
 	w->ino = 0;
 	w->file_failed = false;
 	w->ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (w->ifd < 0 || !dir)
+}
+
+/*
+ * The directory is watched only while no file watch is set: every
+ * waiter's temp files come and go in it, so a herd watching it would
+ * wake on each other's tries, N times N per hand-off.  A file watch
+ * sees its inode's release (unlink, close, rename) by itself.
+ */
+void wait_watch_dir(struct watch *w)
+{
+	if (w->ifd < 0 || !w->dir || w->dir_wd != -1)
 		return;
-	w->dir_wd = inotify_add_watch(w->ifd, dir, WATCH_NAMES | IN_ONLYDIR);
+	w->dir_wd = inotify_add_watch(w->ifd, w->dir, WATCH_NAMES | IN_ONLYDIR);
+	if (w->dir_wd < 0)
+		w->dir_wd = -2;		/* refused: the poll bound still wakes us */
+}
+
+static void unwatch_dir(struct watch *w)
+{
+	if (w->ifd >= 0 && w->dir_wd >= 0)
+		(void)inotify_rm_watch(w->ifd, w->dir_wd);
+	w->dir_wd = -1;
 }
 
 /* Watch the inode now at path (not a symlink's target); 0 or -errno. */
@@ -36,7 +56,10 @@ int wait_watch_file(struct watch *w, const char *path, uint32_t mask)
 		return -EBADF;
 	wait_unwatch_file(w);
 	w->file_wd = inotify_add_watch(w->ifd, path, mask | IN_DONT_FOLLOW);
-	return w->file_wd < 0 ? -errno : 0;
+	if (w->file_wd < 0)
+		return -errno;
+	unwatch_dir(w);
+	return 0;
 }
 
 void wait_unwatch_file(struct watch *w)
@@ -58,6 +81,25 @@ void wait_close(struct watch *w)
 	w->dir_wd = -1;
 }
 
+/*
+ * Only events of the watches now set count.  The IN_IGNORED that our
+ * own inotify_rm_watch(2) queues, and events queued for a watch since
+ * removed (other waiters closing the old inode), would otherwise send
+ * every waiter of a herd round one more time per hand-off.
+ */
+static bool is_hit(const struct watch *w, const struct inotify_event *ev,
+		   const char *base)
+{
+	if (ev->mask & IN_Q_OVERFLOW)
+		return true;
+	if (ev->mask & IN_IGNORED || ev->wd < 0)
+		return false;
+	if (ev->wd == w->file_wd)
+		return true;
+	return ev->wd == w->dir_wd && base && ev->len &&
+	       strcmp(ev->name, base) == 0;
+}
+
 /* Did the queued events touch the file, or the name `base` in the dir? */
 static int drain(struct watch *w, const char *base)
 {
@@ -73,8 +115,7 @@ static int drain(struct watch *w, const char *base)
 		while (p < buf + n) {
 			const struct inotify_event *ev = (const void *)p;
 
-			if (ev->wd != w->dir_wd || ev->mask & IN_Q_OVERFLOW ||
-			    (base && ev->len && strcmp(ev->name, base) == 0))
+			if (is_hit(w, ev, base))
 				hit = 1;
 			p += sizeof(*ev) + ev->len;
 		}

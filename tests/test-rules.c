@@ -389,6 +389,76 @@ START_TEST(no_spin_four_waiters)
 }
 END_TEST
 
+/* The waits (sleeps) a process has made so far: its voluntary context
+ * switches, as /proc shows them. */
+static long voluntary_switches(pid_t pid)
+{
+	char path[64], line[256];
+	long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+			break;
+	fclose(f);
+	ck_assert_int_ge(n, 0);
+	return n;
+}
+
+static int patient_waiter(struct tu_child *c, void *arg)
+{
+	struct pidlock *l;
+	int r;
+
+	/* No poll bound inside the test's time: only events wake it. */
+	if (pidlock_new(&l, arg, 0) < 0 ||
+	    pidlock_set_retry_interval(l, 20000) < 0)
+		return 2;
+	tu_signal(c, 'W');
+	r = pidlock_acquire(l, 30000);
+	pidlock_free(l);
+	return r == 0 ? 0 : 3;
+}
+
+/* Names come and go in the directory, as every waiter's temp files do
+ * in a herd: a timed waiter watching the holder's inode sleeps through
+ * them, and still wakes on the release. */
+#define CHURN_NAMES 400
+START_TEST(timed_waiter_sleeps_through_dir_churn)
+{
+	char *p = tu_path("a.lock"), *tmp = tu_path("churn.tmp"),
+	     *name = tu_path("churn.name");
+	struct tu_child h, w;
+	long before, woke, t0;
+
+	tu_hold(&h, p, 0);
+	tu_spawn(&w, patient_waiter, p);
+	ck_assert_int_eq(tu_wait_signal(&w), 'W');
+	usleep(300 * 1000);	/* in poll(2) by now, watching the inode */
+	before = voluntary_switches(w.pid);
+	for (int i = 0; i < CHURN_NAMES; i++) {
+		tu_write(tmp, "x");
+		ck_assert_int_eq(rename(tmp, name), 0);
+		ck_assert_int_eq(unlink(name), 0);
+		usleep(250);
+	}
+	usleep(50 * 1000);
+	woke = voluntary_switches(w.pid) - before;
+	fprintf(stderr, "waiter woke %ld times for %d names\n", woke,
+		CHURN_NAMES);
+	ck_assert_msg(woke < CHURN_NAMES / 8, "a waiter woke %ld times for "
+		      "%d names that are not the lock's", woke, CHURN_NAMES);
+	t0 = tu_ms();
+	tu_tell(&h, 'R');
+	ck_assert_int_eq(tu_join(&h), 0);
+	ck_assert_int_eq(tu_join(&w), 0);
+	ck_assert_msg(tu_ms() - t0 < 5000, "the release did not wake the waiter");
+}
+END_TEST
+
 static int short_waiter(struct tu_child *c, void *arg)
 {
 	struct pidlock *l;
@@ -877,6 +947,7 @@ int main(void)
 		{ raw_clone_child_is_not_parent, 1 },
 		{ no_spin_kept_fd_then_spec_holder, 1 },
 		{ no_spin_four_waiters, 1 },
+		{ timed_waiter_sleeps_through_dir_churn, 1 },
 		{ spec_holder_no_temp_per_poll, 1 },
 		{ deadline_holds_against_churn, 1 },
 		{ lease_is_busy_not_error, 1 },
