@@ -139,6 +139,11 @@ int pidlock_set_grace(struct pidlock *lock, unsigned int ms);
 /* Take the lock: timeout_ms 0 tries once, > 0 waits that long, < 0
  * waits without a limit.  See pidlock_acquire(3). */
 int pidlock_acquire(struct pidlock *lock, int timeout_ms);
+/* Try once, for an event loop: 0 when held; -EWOULDBLOCK when busy, with
+ * *pollfd (-1 if none) to watch for POLLIN and *timeout_ms, the longest
+ * to wait before calling again.  pidlock_close() or pidlock_free()
+ * cancels the wait.  See pidlock_acquire_async(3).  Since 1.2.0. */
+int pidlock_acquire_async(struct pidlock *lock, int *pollfd, int *timeout_ms);
 /* Let go of the lock, removing the file if the record is still ours.
  * See pidlock_release(3). */
 int pidlock_release(struct pidlock *lock);

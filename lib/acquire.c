@@ -16,8 +16,6 @@
 #define TRY_AGAIN_MAX 64
 /* The first lock's file system check found no file to ask (internal
  * code, never returned), and how often the acquire then starts over. */
-#define FS_CHECK_AGAIN (-10000)
-#define FS_CHECK_TRIES 8
 
 /*
  * A world-writable directory without the sticky bit lets anybody delete
@@ -102,40 +100,53 @@ static int refuse_fs(struct pidlock *lock, int error)
 }
 
 /*
- * Between tries.  A descriptor kept from a try (a kernel-lock holder)
- * gets its inode watched for the holder's close; once the watch is in
- * place we retry at once, because the release may have come before the
- * watch did.  The directory watch sees the name go away.  Whatever
- * inotify refuses (no instance, a full watch quota), the wait still
- * sleeps: poll(2) with nothing to watch is a plain sleep.
+ * Before a wait.  A descriptor kept from a try (a kernel-lock holder)
+ * gets its inode watched for the holder's release; once the watch is in
+ * place the caller must try again at once (returns 1), because the
+ * release may have come before the watch did.  Without a file watch the
+ * directory is watched, for the name going away.  Whatever inotify
+ * refuses (no instance, a full watch quota), the wait still sleeps:
+ * poll(2) with nothing to watch is a plain sleep.
  */
+int acquire_arm(struct pidlock *lock, struct watch *w, int *fdp)
+{
+	if (w->ifd == -2)
+		wait_init(w, lock->dir);
+	if (*fdp >= 0 && w->file_wd < 0 && !w->file_failed) {
+		if (wait_watch_file(w, lock->path, WATCH_RELEASE) == 0) {
+			acquire_check_kept(lock, w, fdp);
+			return 1;
+		}
+		w->file_failed = true;
+	}
+	if (w->file_wd < 0)
+		wait_watch_dir(w);
+	return 0;
+}
+
+/* A kept descriptor whose inode is no longer the lock is given up. */
+void acquire_check_kept(struct pidlock *lock, struct watch *w, int *fdp)
+{
+	struct stat st;
+
+	if (*fdp >= 0 && existing_same_inode(lock->path, *fdp, &st) != 0)
+		wait_drop_kept(w, fdp);
+}
+
 static int wait_busy(struct pidlock *lock, struct watch *w, int *fdp,
 		     int64_t deadline)
 {
 	int64_t left = deadline < 0 ? lock->retry_ms : deadline - io_now_ms();
-	struct stat st;
 	int r;
 
 	if (left <= 0)
 		return -ETIMEDOUT;
-	if (w->ifd == -2)
-		wait_init(w, lock->dir);
-	if (*fdp >= 0 && w->file_wd < 0 && !w->file_failed) {
-		if (wait_watch_file(w, lock->path, WATCH_RELEASE) < 0) {
-			w->file_failed = true;
-		} else {
-			if (existing_same_inode(lock->path, *fdp, &st) != 0)
-				wait_drop_kept(w, fdp);
-			return 0;
-		}
-	}
-	if (w->file_wd < 0)
-		wait_watch_dir(w);
+	if (acquire_arm(lock, w, fdp))
+		return 0;
 	r = wait_for_event(w, lock->base, left, lock->retry_ms);
 	if (r < 0)
 		return r;
-	if (*fdp >= 0 && existing_same_inode(lock->path, *fdp, &st) != 0)
-		wait_drop_kept(w, fdp);
+	acquire_check_kept(lock, w, fdp);
 	return 0;
 }
 
@@ -160,13 +171,15 @@ static bool create_error_may_pass(int r)
 	return r == -EACCES || r == -EPERM || r == -ENOSPC || r == -EDQUOT;
 }
 
-static int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
-			int *fdp)
+/* *busy: the last try found the path busy (kept across the calls of an
+ * event loop's wait, see async.c). */
+int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
+		 int *fdp, bool *busyp)
 {
 	int64_t deadline = timeout_ms < 0 ? -1
 			 : timeout_ms == 0 ? 0 : io_now_ms() + timeout_ms;
 	int retries = 0, agains = 0;
-	bool busy = false;
+	bool busy = *busyp;
 
 	for (;;) {
 		int r, create_err = 0;
@@ -187,7 +200,7 @@ static int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 				return r;
 		}
 		r = existing_try(lock, deadline, fdp);
-		busy = r == TRY_BUSY;
+		busy = *busyp = r == TRY_BUSY;
 		/* The descriptor the file watch was for is gone: our own
 		 * opens and closes of the next file must not wake us. */
 		if (*fdp < 0)
@@ -226,11 +239,8 @@ static void keep_or_close_watch(struct pidlock *lock, struct watch *w, int r)
 	wait_close(w);
 }
 
-static int acquire(struct pidlock *lock, int timeout_ms)
+int acquire_begin(struct pidlock *lock)
 {
-	struct watch w = { .ifd = -2, .file_wd = -1, .dir_wd = -1,
-			   .file_failed = false };
-	int fd = -1;
 	int r;
 
 	if (!lock)
@@ -243,9 +253,13 @@ static int acquire(struct pidlock *lock, int timeout_ms)
 	lock->have_holder = false;
 	/* Before any open: a fork from here on may share what we lock. */
 	lock->gen = self_fork_generation();
-	r = acquire_loop(lock, timeout_ms, &w, &fd);
-	wait_drop_kept(&w, &fd);
-	keep_or_close_watch(lock, &w, r);
+	return 0;
+}
+
+/* The loop is over (r) and its kept descriptor given up. */
+int acquire_end(struct pidlock *lock, struct watch *w, int r)
+{
+	keep_or_close_watch(lock, w, r);
 	if (r == 0 && !lock->fs_checked) {
 		r = check_fs(lock);
 		/* Our new file is gone from the path already: taken away by
@@ -263,6 +277,23 @@ static int acquire(struct pidlock *lock, int timeout_ms)
 		lock->swept = true;
 	}
 	return r;
+}
+
+static int acquire(struct pidlock *lock, int timeout_ms)
+{
+	struct watch w = { .ifd = -2, .file_wd = -1, .dir_wd = -1,
+			   .file_failed = false };
+	bool busy = false;
+	int fd = -1;
+	int r;
+
+	async_cancel(lock);
+	r = acquire_begin(lock);
+	if (r < 0)
+		return r;
+	r = acquire_loop(lock, timeout_ms, &w, &fd, &busy);
+	wait_drop_kept(&w, &fd);
+	return acquire_end(lock, &w, r);
 }
 
 /* Only the codes of pidlock(3) ERRORS leave the library: see io.c. */

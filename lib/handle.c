@@ -112,6 +112,7 @@ PIDLOCK_EXPORT void pidlock_free(struct pidlock *lock)
 		return;
 	if (lock->fd >= 0)
 		(void)pidlock_release(lock);
+	async_cancel(lock);
 	free(lock->path);
 	free(lock->dir);
 	free(lock);

@@ -28,6 +28,15 @@
 
 #define KINDS_ALL (PIDLOCK_KIND_FLOCK | PIDLOCK_KIND_OFD)
 
+struct watch {
+	int ifd;		/* inotify, -1 if unavailable, -2 not yet made */
+	const char *dir;	/* watched only while no file watch is set */
+	int dir_wd;
+	int file_wd;
+	ino_t ino;
+	bool file_failed;	/* inotify_add_watch refused: sleep instead */
+};
+
 struct pidlock {
 	char *path;
 	char *dir;		/* directory of path, for the temp file */
@@ -48,6 +57,11 @@ struct pidlock {
 	bool fd_given;		/* pidlock_fd() told the caller the fd */
 	bool *mark_given;	/* &fd_given, for pidlock_fd()'s const handle */
 	int wait_ifd;		/* the wait's inotify, closed after release */
+	bool async_on;		/* an event loop's wait is under way */
+	bool async_busy;
+	int async_fd;		/* its kept descriptor, or -1 */
+	int64_t async_due;	/* CLOCK_MONOTONIC ms of its next poll */
+	struct watch async_w;
 	int link_mode;		/* how to publish a temp file, see create.c */
 	bool dir_checked;
 	bool swept;		/* leftover temp files swept once */
@@ -76,14 +90,6 @@ struct content {
 	char tag[PIDLOCK_TAG_MAX + 1];
 };
 
-struct watch {
-	int ifd;		/* inotify, -1 if unavailable, -2 not yet made */
-	const char *dir;	/* watched only while no file watch is set */
-	int dir_wd;
-	int file_wd;
-	ino_t ino;
-	bool file_failed;	/* inotify_add_watch refused: sleep instead */
-};
 
 #define WATCH_NAMES (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
 #define WATCH_WRITES (IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF)
@@ -142,6 +148,21 @@ char *handle_dir_of(const char *path);
 /* create.c */
 int create_publish(struct pidlock *lock);
 
+/* acquire.c: the pieces of pidlock_acquire() that async.c shares.  The
+ * first lock's file system check found no file to ask (internal code,
+ * never returned); the acquire then starts over, this often. */
+#define FS_CHECK_AGAIN (-10000)
+#define FS_CHECK_TRIES 8
+int acquire_begin(struct pidlock *lock);
+int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
+		 int *fdp, bool *busyp);
+int acquire_arm(struct pidlock *lock, struct watch *w, int *fdp);
+void acquire_check_kept(struct pidlock *lock, struct watch *w, int *fdp);
+int acquire_end(struct pidlock *lock, struct watch *w, int r);
+
+/* async.c */
+void async_cancel(struct pidlock *lock);
+
 /* existing.c */
 int existing_same_inode(const char *path, int fd, struct stat *st);
 int existing_try(struct pidlock *lock, int64_t deadline, int *fdp);
@@ -169,6 +190,7 @@ void wait_init(struct watch *w, const char *dir);
 int wait_watch_file(struct watch *w, const char *path, uint32_t mask);
 void wait_unwatch_file(struct watch *w);
 void wait_watch_dir(struct watch *w);
+int wait_drain(struct watch *w, const char *base);
 int wait_for_event(struct watch *w, const char *base, int64_t timeout_ms,
 		   int64_t poll_ms);
 void wait_close(struct watch *w);

@@ -77,6 +77,11 @@ PIDLOCK_EXPORT int pidlock_close(struct pidlock *lock)
 
 	if (!lock)
 		return -EINVAL;
+	/* A handle that only waits in an event loop: closing cancels it. */
+	if (lock->fd < 0 && lock->async_on) {
+		async_cancel(lock);
+		return 0;
+	}
 	if (lock->fd < 0)
 		return -ENOLCK;
 	if (close(lock->fd) < 0 && errno != EINTR)

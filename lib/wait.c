@@ -101,7 +101,7 @@ static bool is_hit(const struct watch *w, const struct inotify_event *ev,
 }
 
 /* Did the queued events touch the file, or the name `base` in the dir? */
-static int drain(struct watch *w, const char *base)
+int wait_drain(struct watch *w, const char *base)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	int hit = 0;
@@ -145,7 +145,7 @@ int wait_for_event(struct watch *w, const char *base, int64_t timeout_ms,
 			return -errno;
 		if (n == 0)
 			return 0;
-		hit = drain(w, base);
+		hit = wait_drain(w, base);
 		if (hit)
 			return hit;
 	}

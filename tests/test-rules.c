@@ -32,15 +32,6 @@
 /* CPU a timed waiter may burn per wait, whatever inotify does. */
 #define CPU_BOUND_MS 100
 
-static const char *flock_bin(void)
-{
-	const char *p = getenv("FLOCK");
-
-	ck_assert_msg(p && p[0], "flock(1) not found at configure time: "
-		      "install util-linux");
-	return p;
-}
-
 /* Wait up to ms for one byte from a child; 0 if none came. */
 static char signal_within(struct tu_child *c, int ms)
 {
@@ -366,7 +357,7 @@ START_TEST(no_spin_kept_fd_then_spec_holder)
 	struct tu_child c;
 
 	tu_write_spec(p, getpid(), 0, NULL);
-	ck_assert_int_eq(tu_sh("'%s' -n '%s' sleep 1 &", flock_bin(), p), 0);
+	ck_assert_int_eq(tu_sh("'%s' -n '%s' sleep 1 &", tu_flock_bin(), p), 0);
 	usleep(100 * 1000);
 	tu_spawn(&c, timed_waiter, &retry_ms);
 	slept(&c, "kept descriptor, then a spec holder");
@@ -754,7 +745,7 @@ static int flock1_runner(struct tu_child *c, void *arg)
 {
 	(void)c;
 	return tu_sh("'%s' '%s' sh -c ': > \"$0\"; sleep 1' '%s.got'",
-		     flock_bin(), (const char *)arg, (const char *)arg);
+		     tu_flock_bin(), (const char *)arg, (const char *)arg);
 }
 
 static bool appears_within(const char *path, int ms)
@@ -776,7 +767,7 @@ START_TEST(flock1_waiter_not_orphaned)
 	struct tu_child f;
 
 	snprintf(got, sizeof(got), "%s.got", p);
-	ck_assert_int_eq(tu_sh("'%s' '%s' true", flock_bin(), p), 0);
+	ck_assert_int_eq(tu_sh("'%s' '%s' true", tu_flock_bin(), p), 0);
 	tu_set_mtime_ago(p, 600);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	tu_spawn(&f, flock1_runner, p);

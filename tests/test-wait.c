@@ -6,7 +6,6 @@
  * not at the timeout), never performance figures.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -30,29 +29,6 @@ static const struct {
 	{ -1, 0 }, { 20000, 0 }, { 20000, PIDLOCK_KEEP_FILE },
 };
 
-/* Our inotify instances: descriptors of "anon_inode:inotify". */
-static int count_inotify(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while ((de = readdir(d)) != NULL) {
-		char link[300], target[64];
-		ssize_t len;
-
-		snprintf(link, sizeof(link), "/proc/self/fd/%s", de->d_name);
-		len = readlink(link, target, sizeof(target) - 1);
-		if (len < 0)
-			continue;
-		target[len] = '\0';
-		n += strcmp(target, "anon_inode:inotify") == 0;
-	}
-	closedir(d);
-	return n;
-}
-
 START_TEST(wakes_on_release)
 {
 	const char *p = tu_path("a.lock");
@@ -75,7 +51,7 @@ START_TEST(wakes_on_release)
 	wait(NULL);
 	/* The wait's inotify instance lives until the release, no longer. */
 	ck_assert_int_eq(pidlock_release(l), 0);
-	ck_assert_int_eq(count_inotify(), 0);
+	ck_assert_int_eq(tu_count_inotify(), 0);
 	ck_assert_int_le(tu_count_fds(), fds);
 	pidlock_free(l);
 }
@@ -95,7 +71,7 @@ TU_LOCK_TEST(timed_times_out, 0)
 	ck_assert_int_eq(pidlock_acquire(l, 300), -ETIMEDOUT);
 	ck_assert_int_ge(tu_ms() - t0, 295);
 	ck_assert_int_eq(tu_count_fds(), fds);
-	ck_assert_int_eq(count_inotify(), 0);
+	ck_assert_int_eq(tu_count_inotify(), 0);
 	ck_assert_int_eq(pidlock_holder(l, &info), 0);
 	ck_assert_int_eq(info.pid, c.pid);
 	tu_kill(&c);

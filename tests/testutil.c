@@ -94,6 +94,37 @@ int tu_count_fds(void)
 	return n - 1;	/* the directory stream's own descriptor */
 }
 
+int tu_count_inotify(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	ck_assert_msg(d != NULL, "opendir /proc/self/fd: %s", strerror(errno));
+	while ((de = readdir(d)) != NULL) {
+		char link[300], target[64];
+		ssize_t len;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", de->d_name);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len < 0)
+			continue;
+		target[len] = '\0';
+		n += strcmp(target, "anon_inode:inotify") == 0;
+	}
+	closedir(d);
+	return n;
+}
+
+const char *tu_flock_bin(void)
+{
+	const char *p = getenv("FLOCK");
+
+	ck_assert_msg(p && p[0], "flock(1) not found at configure time: "
+		      "install util-linux");
+	return p;
+}
+
 void tu_write(const char *path, const char *content)
 {
 	FILE *f = fopen(path, "we");

@@ -35,6 +35,10 @@ void tu_cleanup(void);
 /* Open descriptors of this process: the entries of /proc/self/fd, less
  * the one that lists them. */
 int tu_count_fds(void);
+/* Our inotify instances (descriptors of anon_inode:inotify). */
+int tu_count_inotify(void);
+/* flock(1), as configure found it ($FLOCK); fails the test without. */
+const char *tu_flock_bin(void);
 void tu_write(const char *path, const char *content);
 /* Whole file as a NUL-terminated string; "" if missing.  Static buffer. */
 const char *tu_read(const char *path);

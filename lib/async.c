@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pidlock_acquire_async(): waiting inside the caller's event loop.  The
+ * wait's state (the inotify instance, the holder's descriptor it
+ * watches) stays in the handle between calls; each call tries once and
+ * hands back what to poll and for how long.  No thread, no signal.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+
+#include "internal.h"
+
+/* A new file watch must be followed by a try (acquire_arm); a path
+ * whose holder keeps changing under that try ends the call anyway. */
+#define ARM_ROUNDS 8
+
+void async_cancel(struct pidlock *lock)
+{
+	if (!lock || !lock->async_on)
+		return;
+	wait_drop_kept(&lock->async_w, &lock->async_fd);
+	wait_close(&lock->async_w);
+	lock->async_on = false;
+}
+
+static void async_start(struct pidlock *lock)
+{
+	lock->async_w = (struct watch){ .ifd = -2, .file_wd = -1,
+					.dir_wd = -1, .file_failed = false };
+	lock->async_fd = -1;
+	lock->async_busy = false;
+	lock->async_due = 0;
+	lock->async_on = true;
+}
+
+/*
+ * Called before the poll bound with nothing that concerns the lock in
+ * the queue (a spurious wake-up of the loop, or events of names that are
+ * not ours): do not try again yet.  The events are read here, so that a
+ * level-triggered loop does not wake again for them.
+ */
+static bool too_early(struct pidlock *lock, int *timeout_ms)
+{
+	int64_t left;
+
+	if (lock->async_w.ifd >= 0 && wait_drain(&lock->async_w, lock->base) != 0)
+		return false;
+	left = lock->async_due - io_now_ms();
+	if (left <= 0)
+		return false;
+	*timeout_ms = (int)left;
+	return true;
+}
+
+static int try_and_arm(struct pidlock *lock, int *timeout_ms)
+{
+	struct watch *w = &lock->async_w;
+	int r = -EWOULDBLOCK;
+
+	acquire_check_kept(lock, w, &lock->async_fd);
+	for (int i = 0; i < ARM_ROUNDS; i++) {
+		r = acquire_loop(lock, 0, w, &lock->async_fd, &lock->async_busy);
+		if (r != -EWOULDBLOCK || !acquire_arm(lock, w, &lock->async_fd)) {
+			*timeout_ms = (int)lock->retry_ms;
+			return r;
+		}
+	}
+	*timeout_ms = 0;	/* armed, but not tried since: come back now */
+	return r;
+}
+
+static int async_step(struct pidlock *lock, int *pollfd, int *timeout_ms)
+{
+	int r = acquire_begin(lock);
+
+	if (r < 0) {
+		if (r != -EALREADY)
+			async_cancel(lock);
+		return r;
+	}
+	if (!lock->async_on)
+		async_start(lock);
+	else if (too_early(lock, timeout_ms))
+		r = -EWOULDBLOCK;
+	if (r == 0)
+		r = try_and_arm(lock, timeout_ms);
+	if (r == -EWOULDBLOCK) {
+		lock->async_due = io_now_ms() + *timeout_ms;
+		*pollfd = lock->async_w.ifd >= 0 ? lock->async_w.ifd : -1;
+		return r;
+	}
+	wait_drop_kept(&lock->async_w, &lock->async_fd);
+	lock->async_on = false;
+	return acquire_end(lock, &lock->async_w, r);
+}
+
+PIDLOCK_EXPORT int pidlock_acquire_async(struct pidlock *lock, int *pollfd,
+					 int *timeout_ms)
+{
+	int r;
+
+	if (!pollfd || !timeout_ms)
+		return -EINVAL;
+	*pollfd = -1;
+	*timeout_ms = -1;
+	r = async_step(lock, pollfd, timeout_ms);
+	for (int i = 0; r == FS_CHECK_AGAIN && i < FS_CHECK_TRIES; i++)
+		r = async_step(lock, pollfd, timeout_ms);
+	return io_rc_filter(r == FS_CHECK_AGAIN ? -ENOENT : r);
+}

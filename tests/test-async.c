@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pidlock_acquire_async(): a wait inside the caller's event loop.  The
+ * descriptor it hands back wakes the loop on the release of a kernel-lock
+ * holder (ours, KEEP_FILE, flock(1)) and on the removal of a spec-only
+ * holder's file; the loop never spins; closing or freeing the handle
+ * cancels the wait and leaves no descriptor behind.  Time bounds are
+ * loose correctness bounds (woke on the event, not at the poll bound).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+/* Far beyond every wait here: only events may wake the loop. */
+#define BOUND_MS 20000
+
+static struct pidlock *patient(const char *path, unsigned int flags)
+{
+	struct pidlock *l = tu_new(path, flags);
+
+	ck_assert_int_eq(pidlock_set_retry_interval(l, BOUND_MS), 0);
+	return l;
+}
+
+/* Busy: a descriptor to poll and the poll bound come back. */
+static int busy_fd(struct pidlock *l)
+{
+	int fd = -2, ms = -2;
+
+	ck_assert_int_eq(pidlock_acquire_async(l, &fd, &ms), -EWOULDBLOCK);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ms, BOUND_MS);
+	return fd;
+}
+
+/*
+ * The loop: poll what the library gave, call again, until held or
+ * until_ms pass.  Returns the number of wake-ups it took, -1 if the
+ * lock was not taken.
+ */
+static int loop_until_held(struct pidlock *l, long until_ms)
+{
+	long end = tu_ms() + until_ms;
+	int wakes = 0;
+
+	for (;;) {
+		int fd = -1, ms = -1, r = pidlock_acquire_async(l, &fd, &ms);
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		long left = end - tu_ms();
+
+		if (r == 0)
+			return wakes;
+		ck_assert_int_eq(r, -EWOULDBLOCK);
+		if (left <= 0)
+			return -1;
+		if (ms < 0 || ms > left)
+			ms = (int)left;
+		ck_assert_int_ge(poll(&pfd, fd >= 0 ? 1 : 0, ms), 0);
+		wakes++;
+	}
+}
+
+/* Kernel-lock holders that unlink (ours) and that only close (a kept
+ * file, as with-lock-ex and flock(1) leave it). */
+static const unsigned int holder_flags[] = { 0, PIDLOCK_KEEP_FILE };
+
+START_TEST(async_wakes_on_release)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = patient(p, holder_flags[_i]);
+	struct tu_child c;
+	long t0;
+	int fds, wakes;
+
+	tu_hold(&c, p, holder_flags[_i]);
+	fds = tu_count_fds();
+	(void)busy_fd(l);
+	t0 = tu_ms();
+	tu_tell_later(&c, 300, 'R');
+	wakes = loop_until_held(l, 10000);
+	ck_assert_msg(wakes >= 1, "held before the release");
+	ck_assert_msg(tu_ms() - t0 < 5000, "not woken by the release");
+	/* Woken by the release, not once per our own try. */
+	ck_assert_msg(wakes <= 3, "%d wake-ups for one release", wakes);
+	ck_assert_int_eq(tu_join(&c), 0);
+	wait(NULL);
+	ck_assert_int_eq(pidlock_verify(l), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_int_eq(tu_count_inotify(), 0);
+	ck_assert_int_le(tu_count_fds(), fds);
+	pidlock_free(l);
+}
+END_TEST
+
+/* flock(1) holds the file: the loop wakes when flock(1) lets go. */
+START_TEST(async_flock1_holder)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = patient(p, 0);
+	long t0 = tu_ms();
+
+	tu_write(p, "");
+	ck_assert_int_eq(tu_sh("'%s' -n '%s' sleep 0.5 &", tu_flock_bin(), p), 0);
+	usleep(150 * 1000);
+	(void)busy_fd(l);
+	ck_assert_int_ge(loop_until_held(l, 10000), 1);
+	ck_assert_msg(tu_ms() - t0 < 5000, "not woken by flock(1)'s exit");
+	ck_assert_int_eq(pidlock_release(l), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+/* A spec-only holder (no kernel lock): its file's removal wakes it. */
+START_TEST(async_spec_holder_removed)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = patient(p, 0);
+	pid_t rm;
+	long t0;
+
+	tu_write_spec(p, getpid(), 0, "spec");
+	(void)busy_fd(l);
+	t0 = tu_ms();
+	rm = fork();
+	ck_assert_int_ge(rm, 0);
+	if (rm == 0) {
+		usleep(300 * 1000);
+		_exit(unlink(p) == 0 ? 0 : 1);
+	}
+	ck_assert_int_ge(loop_until_held(l, 10000), 1);
+	ck_assert_msg(tu_ms() - t0 < 5000, "not woken by the removal");
+	ck_assert_int_eq(tu_reap(rm), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+/* Other names come and go beside a spec-only holder's file (whose
+ * directory the wait watches), every 20 ms for a second. */
+static pid_t churn_names(void)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		const char *tmp = tu_path("other.tmp");
+
+		for (int i = 0; i < 50; i++) {
+			tu_write(tmp, "x");
+			if (unlink(tmp) < 0)
+				_exit(1);
+			usleep(20 * 1000);
+		}
+		_exit(0);
+	}
+	return pid;
+}
+
+/* Nothing happens to the lock: the loop sleeps, whatever it does with
+ * the descriptor (a level-triggered poll), for a kernel holder, and for
+ * a spec-only one while other names come and go in the directory. */
+START_TEST(async_never_spins)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = patient(p, 0);
+	struct tu_child c;
+	pid_t churn = -1;
+	long cpu0 = tu_cpu_ms();
+	int wakes;
+
+	if (_i == 0) {
+		tu_hold(&c, p, 0);
+	} else {
+		tu_write_spec(p, getpid(), 0, "spec");
+		churn = churn_names();
+	}
+	wakes = loop_until_held(l, 800);
+	ck_assert_int_eq(wakes, -1);
+	fprintf(stderr, "async wait, %s holder: %ld ms CPU in 800 ms\n",
+		_i == 0 ? "kernel" : "spec-only", tu_cpu_ms() - cpu0);
+	ck_assert_msg(tu_cpu_ms() - cpu0 < 100, "an idle wait burnt CPU");
+	pidlock_free(l);
+	if (_i == 0)
+		tu_kill(&c);
+	else
+		ck_assert_int_eq(tu_reap(churn), 0);
+}
+END_TEST
+
+/* Closing or freeing the handle cancels the wait: no descriptor and no
+ * inotify instance left; a blocking acquire cancels it as well. */
+START_TEST(async_cancel)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = patient(p, 0);
+	struct tu_child c;
+	int fds;
+
+	tu_hold(&c, p, 0);
+	fds = tu_count_fds();
+	(void)busy_fd(l);
+	ck_assert_int_eq(pidlock_close(l), 0);
+	ck_assert_int_eq(tu_count_fds(), fds);
+	ck_assert_int_eq(pidlock_close(l), -ENOLCK);
+	(void)busy_fd(l);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	ck_assert_int_eq(tu_count_fds(), fds);
+	(void)busy_fd(l);
+	pidlock_free(l);
+	ck_assert_int_eq(tu_count_fds(), fds);
+	ck_assert_int_eq(tu_count_inotify(), 0);
+	tu_kill(&c);
+}
+END_TEST
+
+/* Held already, or asked wrongly: the codes of the page. */
+START_TEST(async_errors)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = tu_new(p, 0);
+	int fd, ms;
+
+	ck_assert_int_eq(pidlock_acquire_async(NULL, &fd, &ms), -EINVAL);
+	ck_assert_int_eq(pidlock_acquire_async(l, NULL, &ms), -EINVAL);
+	ck_assert_int_eq(pidlock_acquire_async(l, &fd, NULL), -EINVAL);
+	ck_assert_int_eq(pidlock_acquire_async(l, &fd, &ms), 0);
+	ck_assert_int_eq(fd, -1);
+	ck_assert_int_eq(pidlock_acquire_async(l, &fd, &ms), -EALREADY);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+int main(void)
+{
+	const struct tu_case cases[] = {
+		{ async_wakes_on_release,
+		  sizeof(holder_flags) / sizeof(holder_flags[0]) },
+		{ async_flock1_holder, 1 },
+		{ async_spec_holder_removed, 1 },
+		{ async_never_spins, 2 },
+		{ async_cancel, 1 },
+		{ async_errors, 1 },
+		{ NULL, 0 },
+	};
+
+	tu_run_cases("async", "async", 30, cases);
+}
