@@ -137,13 +137,15 @@ int main(int argc, char **argv)
 	int ep, tfd, r;
 
 	if (argc < 3 || seconds <= 0) {
-		fprintf(stderr, "usage: epoll-locks PATH1 PATH2 [SECONDS]\n");
+		(void)fprintf(stderr, "usage: epoll-locks PATH1 PATH2 [SECONDS]\n");
 		return 2;
 	}
 	for (int i = 0; i < 2; i++) {
 		r = pidlock_new(&w[i].lock, argv[1 + i], 0);
 		if (r < 0) {
-			fprintf(stderr, "%s: %s\n", argv[1 + i], strerror(-r));
+			(void)fprintf(stderr, "%s: %s\n", argv[1 + i],
+				      strerror(-r));
+			pidlock_free(w[0].lock);
 			return 2;
 		}
 	}
@@ -151,11 +153,15 @@ int main(int argc, char **argv)
 	tfd = ep < 0 ? -errno : make_timer(ep);
 	r = tfd < 0 ? tfd : run(ep, tfd, w, now_ms() + seconds * 1000L);
 	if (r < 0)
-		fprintf(stderr, "epoll-locks: %s\n", strerror(-r));
+		(void)fprintf(stderr, "epoll-locks: %s\n", strerror(-r));
 	else if (r == 1)
 		printf("gave up after %ld s\n", seconds);
 	/* Freeing a handle lets go of its lock, or cancels its wait. */
 	for (int i = 0; i < 2; i++)
 		pidlock_free(w[i].lock);
+	if (tfd >= 0)
+		(void)close(tfd);
+	if (ep >= 0)
+		(void)close(ep);
 	return r < 0 ? 2 : r;
 }
