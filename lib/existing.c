@@ -233,7 +233,9 @@ static int wait_for_writer(struct pidlock *lock, int fd,
  */
 static bool must_keep(const struct pidlock *lock, const struct content *c)
 {
-	if (lock->flags & PIDLOCK_KEEP_FILE)
+	/* A caller's descriptor (pidlock_lock_fd()) stays open on this
+	 * inode after the hold: the inode must stay at the path too. */
+	if ((lock->flags & PIDLOCK_KEEP_FILE) || lock->fd_pid)
 		return true;
 	return c->marker ? c->keep : c->empty;
 }
@@ -241,7 +243,8 @@ static bool must_keep(const struct pidlock *lock, const struct content *c)
 static int takeover(struct pidlock *lock, int fd, const struct stat *st,
 		    const struct content *c)
 {
-	int r = io_write_record(lock, fd, self_pid(), must_keep(lock, c),
+	pid_t pid = lock->fd_pid ? lock->fd_pid : self_pid();
+	int r = io_write_record(lock, fd, pid, must_keep(lock, c),
 				(size_t)st->st_size);
 
 	if (r < 0)
@@ -346,9 +349,24 @@ static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
  * back in *fdp so the wait can watch that inode; otherwise it is closed
  * or owned by the lock.
  */
-int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
+/*
+ * Step 3 on an open descriptor of the path: lock, check the inode,
+ * decide.  -EWOULDBLOCK: a kernel-lock holder, noted for
+ * pidlock_holder(); the caller owns fd whatever the result, except on
+ * TRY_HELD_BY_US, where the handle holds through it.
+ */
+int existing_lock_fd(struct pidlock *lock, int fd, int64_t deadline)
 {
 	unsigned int busy = 0;
+	int r = lock_and_check(lock, fd, deadline, &busy);
+
+	if (r == -EWOULDBLOCK)
+		note_kernel_holder(lock, fd, busy);
+	return r;
+}
+
+int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
+{
 	int fd = *fdp;
 	int r;
 
@@ -364,9 +382,8 @@ int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 		if (fd < 0)
 			return fd;
 	}
-	r = lock_and_check(lock, fd, deadline, &busy);
+	r = existing_lock_fd(lock, fd, deadline);
 	if (r == -EWOULDBLOCK) {
-		note_kernel_holder(lock, fd, busy);
 		*fdp = fd;
 		return TRY_BUSY;
 	}
