@@ -106,16 +106,35 @@ static int wait_turn(const struct pidlock *lock, struct watch *w,
 	return r < 0 ? r : 0;
 }
 
+/*
+ * Was the last pass busy only because rule C's grace had not quite run
+ * out?  The grace is measured from the file's mtime in whole
+ * milliseconds, so a pass that waited it out can still find one left.
+ */
+static bool grace_busy(const struct pidlock *lock)
+{
+	const struct pidlock_info *h = &lock->holder;
+
+	return lock->have_holder && h->state == PIDLOCK_STATE_HELD_SPEC &&
+	       !h->marker && !(h->pid > 0 && h->has_timestamp);
+}
+
 static int lock_loop(struct pidlock *lock, int fd, int timeout_ms)
 {
 	int64_t deadline = timeout_ms < 0 ? -1
 			 : timeout_ms == 0 ? 0 : io_now_ms() + timeout_ms;
 	struct watch w = { .ifd = -1, .file_wd = -1, .dir_wd = -1 };
-	bool watching = false;
+	bool watching = false, looked_again = false;
 	int r;
 
 	for (;;) {
 		r = try_once(lock, fd, deadline);
+		/* A try looks once more after the grace it waited out. */
+		if (r == TRY_BUSY && deadline == 0 && !looked_again &&
+		    grace_busy(lock)) {
+			looked_again = true;
+			continue;
+		}
 		if (r != TRY_BUSY)
 			break;
 		/* A kind taken before another was refused: not ours to keep. */
