@@ -349,24 +349,9 @@ static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
  * back in *fdp so the wait can watch that inode; otherwise it is closed
  * or owned by the lock.
  */
-/*
- * Step 3 on an open descriptor of the path: lock, check the inode,
- * decide.  -EWOULDBLOCK: a kernel-lock holder, noted for
- * pidlock_holder(); the caller owns fd whatever the result, except on
- * TRY_HELD_BY_US, where the handle holds through it.
- */
-int existing_lock_fd(struct pidlock *lock, int fd, int64_t deadline)
-{
-	unsigned int busy = 0;
-	int r = lock_and_check(lock, fd, deadline, &busy);
-
-	if (r == -EWOULDBLOCK)
-		note_kernel_holder(lock, fd, busy);
-	return r;
-}
-
 int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 {
+	unsigned int busy = 0;
 	int fd = *fdp;
 	int r;
 
@@ -382,12 +367,29 @@ int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 		if (fd < 0)
 			return fd;
 	}
-	r = existing_lock_fd(lock, fd, deadline);
+	r = lock_and_check(lock, fd, deadline, &busy);
 	if (r == -EWOULDBLOCK) {
+		note_kernel_holder(lock, fd, busy);
 		*fdp = fd;
 		return TRY_BUSY;
 	}
 	if (r != TRY_HELD_BY_US)
 		io_close_keep_errno(fd);
+	return r;
+}
+
+/*
+ * Step 3 on an open descriptor of the path: lock, check the inode,
+ * decide.  -EWOULDBLOCK: a kernel-lock holder, noted for
+ * pidlock_holder(); the caller owns fd whatever the result, except on
+ * TRY_HELD_BY_US, where the handle holds through it.
+ */
+int existing_lock_fd(struct pidlock *lock, int fd, int64_t deadline)
+{
+	unsigned int busy = 0;
+	int r = lock_and_check(lock, fd, deadline, &busy);
+
+	if (r == -EWOULDBLOCK)
+		note_kernel_holder(lock, fd, busy);
 	return r;
 }

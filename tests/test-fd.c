@@ -98,15 +98,21 @@ TU_LOCK_TEST(lock_fd_names_pid, 0)
 	close(fd);
 }
 
-/* The acquirer that took the kept file over kept it too: the inode the
- * descriptor is open on stays at the path (keep=1 passed on). */
+/* Even a file this library created, which its holder would unlink on
+ * release, is kept once a descriptor locked it; the acquirer that takes
+ * it over next keeps it too (keep=1 passed on): the inode the descriptor
+ * is open on stays at the path. */
 TU_LOCK_TEST(lock_fd_file_kept, 0)
 {
-	int fd = open_rw(p);
-	ino_t ino = tu_ino(p);
+	int fd;
+	ino_t ino;
 
-	tu_set_mtime_ago(p, 60);
+	tu_exit_holding(p, 0);		/* our record, no keep=1 */
+	ck_assert_ptr_null(strstr(tu_read(p), "keep=1"));
+	fd = open_rw(p);
+	ino = tu_ino(p);
 	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), 0);
+	ck_assert_ptr_nonnull(strstr(tu_read(p), "\nkeep=1\n"));
 	ck_assert_int_eq(pidlock_unlock_fd(l, fd), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
