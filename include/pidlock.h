@@ -164,6 +164,20 @@ const char *pidlock_path(const struct pidlock *lock);
  * pidlock_holder(3). */
 int pidlock_holder(const struct pidlock *lock, struct pidlock_info *info);
 
+/* ---- A caller's descriptor (a shell's exec 9<>path) -------------------
+ * Since 1.2.0. */
+
+/* Take the lock on fd, the caller's own descriptor of the handle's path,
+ * open for reading and writing: the kernel locks go on its open file
+ * description, and the record names pid (0: the caller).  The file is
+ * kept at the path.  timeout_ms as for pidlock_acquire(); the handle
+ * holds nothing afterwards.  See pidlock_lock_fd(3). */
+int pidlock_lock_fd(struct pidlock *lock, int fd, pid_t pid, int timeout_ms);
+/* Let go of the lock that fd's open file description holds on the
+ * handle's path: mark the record released in place, drop the kernel
+ * locks; fd stays open.  See pidlock_unlock_fd(3). */
+int pidlock_unlock_fd(struct pidlock *lock, int fd);
+
 /* What is at path and who holds it, without taking the lock; stale_sec
  * 0 is the default.  See pidlock_inspect(3). */
 int pidlock_inspect(const char *path, struct pidlock_info *info,

@@ -14,28 +14,18 @@
 /* How often a try (timeout 0) starts over on a path that changed under
  * it before it reports the lock busy. */
 #define TRY_AGAIN_MAX 64
-/* The first lock's file system check found no file to ask (internal
- * code, never returned), and how often the acquire then starts over. */
-
-/*
- * A world-writable directory without the sticky bit lets anybody delete
- * or replace the lock file, which breaks every guarantee: refuse it.
- * Checked once per handle; the directory may not exist at pidlock_new().
- */
+/* Checked once per handle (handle_check_dir()); the directory may not
+ * exist at pidlock_new(). */
 static int check_dir(struct pidlock *lock)
 {
-	struct stat st;
+	int r;
 
 	if (lock->dir_checked)
 		return 0;
-	if (stat(lock->dir, &st) < 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	if ((st.st_mode & (S_IWOTH | S_ISVTX)) == S_IWOTH)
-		return -EPERM;
-	lock->dir_checked = true;
-	return 0;
+	r = handle_check_dir(lock->dir);
+	if (r == 0)
+		lock->dir_checked = true;
+	return r;
 }
 
 /*

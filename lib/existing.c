@@ -251,7 +251,9 @@ static int wait_for_writer(struct pidlock *lock, int fd,
  */
 static bool must_keep(const struct pidlock *lock, const struct content *c)
 {
-	if (lock->flags & PIDLOCK_KEEP_FILE)
+	/* A caller's descriptor (pidlock_lock_fd()) stays open on this
+	 * inode after the hold: the inode must stay at the path too. */
+	if ((lock->flags & PIDLOCK_KEEP_FILE) || lock->fd_pid)
 		return true;
 	return c->marker ? c->keep : c->empty;
 }
@@ -259,7 +261,8 @@ static bool must_keep(const struct pidlock *lock, const struct content *c)
 static int takeover(struct pidlock *lock, int fd, const struct stat *st,
 		    const struct content *c)
 {
-	int r = io_write_record(lock, fd, self_pid(), must_keep(lock, c),
+	pid_t pid = lock->fd_pid ? lock->fd_pid : self_pid();
+	int r = io_write_record(lock, fd, pid, must_keep(lock, c),
 				(size_t)st->st_size);
 
 	if (r < 0)
@@ -391,5 +394,22 @@ int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 	}
 	if (r != TRY_HELD_BY_US)
 		io_close_keep_errno(fd);
+	return r;
+}
+
+/*
+ * Step 3 on an open descriptor of the path: lock, check the inode,
+ * decide.  -EWOULDBLOCK: a kernel-lock holder, noted for
+ * pidlock_holder(); the caller owns fd whatever the result, except on
+ * TRY_HELD_BY_US, where the handle holds through it.
+ */
+int existing_lock_fd(struct pidlock *lock, int fd, int64_t deadline)
+{
+	unsigned int busy = 0;
+	struct stat st;
+	int r = lock_and_check(lock, fd, deadline, &st, &busy);
+
+	if (r == -EWOULDBLOCK)
+		note_kernel_holder(lock, fd, &st, busy);
 	return r;
 }

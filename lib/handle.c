@@ -66,6 +66,23 @@ char *handle_dir_of(const char *path)
 	return strndup(path, (size_t)(slash - path));
 }
 
+/*
+ * A world-writable directory without the sticky bit lets anybody delete
+ * or replace the lock file, which breaks every guarantee: refuse it.
+ */
+int handle_check_dir(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if ((st.st_mode & (S_IWOTH | S_ISVTX)) == S_IWOTH)
+		return -EPERM;
+	return 0;
+}
+
 PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
 			       unsigned int flags)
 {

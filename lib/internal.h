@@ -54,6 +54,8 @@ struct pidlock {
 	unsigned long gen;	/* fork generation when the acquire began */
 	size_t written;		/* bytes of content last written */
 	bool keep;		/* release leaves the inode at the path */
+	pid_t fd_pid;		/* pidlock_lock_fd(): the pid its record
+				 * names, and the file is kept; else 0 */
 	bool fd_given;		/* pidlock_fd() told the caller the fd */
 	bool *mark_given;	/* &fd_given, for pidlock_fd()'s const handle */
 	int wait_ifd;		/* the wait's inotify, closed after release */
@@ -144,6 +146,7 @@ void io_close_keep_errno(int fd);
 int handle_check_path(const char *path);
 int handle_check_type(mode_t mode);
 char *handle_dir_of(const char *path);
+int handle_check_dir(const char *dir);
 
 /* create.c */
 int create_publish(struct pidlock *lock);
@@ -166,6 +169,7 @@ void async_cancel(struct pidlock *lock);
 /* existing.c */
 int existing_same_inode(const char *path, int fd, struct stat *st);
 int existing_try(struct pidlock *lock, int64_t deadline, int *fdp);
+int existing_lock_fd(struct pidlock *lock, int fd, int64_t deadline);
 
 /* self.c */
 void self_init(void);

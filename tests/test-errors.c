@@ -7,17 +7,19 @@
  *    page are the same set, and everything else maps to -EIO;
  *  - no function's page names a code outside that list;
  *  - a real undocumented errno (EUCLEAN, injected by the fault shim)
- *    leaves acquire, refresh and release as -EIO, while documented ones
- *    (ENOSPC, EROFS) pass unchanged.
+ *    leaves acquire, refresh, release, lock_fd and unlock_fd as -EIO,
+ *    while documented ones (ENOSPC, EROFS) pass unchanged.
  * Linked with the convenience library, to reach io_rc_filter(), and
  * with the fault shim ahead of the C library.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "testutil.h"
@@ -194,7 +196,23 @@ static struct pidlock *held(void)
 	return lock;
 }
 
-enum op { OP_ACQUIRE, OP_REFRESH, OP_RELEASE };
+/* OP_LOCK_FD and OP_UNLOCK_FD work on their own descriptor of the path
+ * (pidlock_lock_fd(3)); the handle holds nothing. */
+enum op { OP_ACQUIRE, OP_REFRESH, OP_RELEASE, OP_LOCK_FD, OP_UNLOCK_FD };
+
+static int caller_fd = -1;
+
+/* A descriptor of the path for the _FD ops; for OP_UNLOCK_FD it holds. */
+static int fd_for(struct pidlock *lock, enum op op)
+{
+	int fd = open(tu_path("l"), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	tu_set_mtime_ago(tu_path("l"), 60);
+	if (op == OP_UNLOCK_FD)
+		ck_assert_int_eq(pidlock_lock_fd(lock, fd, 0, 0), 0);
+	return fd;
+}
 
 /* What op returns when the first call of the family fn fails with err. */
 static int faulted(struct pidlock *lock, enum op op, enum fault_fn fn,
@@ -207,6 +225,10 @@ static int faulted(struct pidlock *lock, enum op op, enum fault_fn fn,
 		r = pidlock_acquire(lock, 0);
 	else if (op == OP_REFRESH)
 		r = pidlock_refresh(lock);
+	else if (op == OP_LOCK_FD)
+		r = pidlock_lock_fd(lock, caller_fd, 0, 0);
+	else if (op == OP_UNLOCK_FD)
+		r = pidlock_unlock_fd(lock, caller_fd);
 	else
 		r = pidlock_release(lock);
 	ck_assert_int_eq(fault_hits(), 1);
@@ -229,13 +251,22 @@ static const struct {
 	{ OP_RELEASE, FAULT_UNLINK, EUCLEAN, -EIO },
 	{ OP_REFRESH, FAULT_FDATASYNC, ENOSPC, -ENOSPC },
 	{ OP_RELEASE, FAULT_UNLINK, EROFS, -EROFS },
+	{ OP_LOCK_FD, FAULT_PWRITE, EUCLEAN, -EIO },
+	{ OP_UNLOCK_FD, FAULT_PWRITE, EUCLEAN, -EIO },
+	{ OP_LOCK_FD, FAULT_PWRITE, ENOSPC, -ENOSPC },
 };
 
 START_TEST(system_errno_filtered)
 {
-	struct pidlock *lock = cases[_i].op == OP_ACQUIRE
+	enum op op = cases[_i].op;
+	struct pidlock *lock = op == OP_ACQUIRE || op >= OP_LOCK_FD
 			       ? tu_new(tu_path("l"), 0) : held();
-	int r = faulted(lock, cases[_i].op, cases[_i].fn, cases[_i].err);
+	int r;
+
+	caller_fd = op >= OP_LOCK_FD ? fd_for(lock, op) : -1;
+	r = faulted(lock, op, cases[_i].fn, cases[_i].err);
+	if (caller_fd >= 0)
+		close(caller_fd);
 
 	ck_assert_msg(r == cases[_i].want, "case %d (%s): %d, want %d", _i,
 		      strerrorname_np(cases[_i].err), r, cases[_i].want);

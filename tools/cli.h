@@ -2,8 +2,8 @@
 /*
  * pidlock(1): what the files of the tool share.  One file a mode, and
  * the calls between files go one way only, never in a circle:
- * main -> options, run, status, list, remove; remove -> run (taking the
- * lock); run, list -> status (describing a holder, JSON); all -> util;
+ * main -> options, run, status, list, remove, fd; remove, fd -> run
+ * (taking the lock); run, list -> status (describing a holder, JSON); all -> util;
  * util -> none.
  */
 #ifndef PIDLOCK_CLI_H
@@ -16,7 +16,10 @@
 
 #include <pidlock.h>
 
-enum mode { MODE_RUN = 0, MODE_STATUS, MODE_LIST, MODE_REMOVE };
+/* MODE_FD: lock a descriptor the shell opened (pidlock [-n|-w S] FD);
+ * MODE_UNLOCK: pidlock -u FD. */
+enum mode { MODE_RUN = 0, MODE_STATUS, MODE_LIST, MODE_REMOVE, MODE_FD,
+	    MODE_UNLOCK };
 
 /* --status exit codes; errors use <sysexits.h> codes (64 and up). */
 enum {
@@ -43,6 +46,7 @@ struct opts {
 	char **files;		/* operands of --status, --list, --remove */
 	int nfiles;
 	const char *lockfile;	/* run mode */
+	int fd;			/* MODE_FD, MODE_UNLOCK: the descriptor */
 	char **cmd;		/* run mode: NULL-terminated argv */
 };
 
@@ -64,6 +68,10 @@ void json_info(const char *path, const struct pidlock_info *info, int error);
 
 /* list.c */
 int cmd_list(const struct opts *o);
+
+/* fd.c */
+int cmd_fd(const struct opts *o);
+int cmd_unlock(const struct opts *o);
 
 /* remove.c */
 int cmd_remove(const struct opts *o);

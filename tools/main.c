@@ -29,6 +29,10 @@ int main(int argc, char **argv)
 		return cmd_list(&o);
 	case MODE_REMOVE:
 		return cmd_remove(&o);
+	case MODE_FD:
+		return cmd_fd(&o);
+	case MODE_UNLOCK:
+		return cmd_unlock(&o);
 	case MODE_RUN:
 		break;
 	}

@@ -33,6 +33,7 @@ enum {
 	OPT_LIST,
 	OPT_REMOVE,
 	OPT_MODE,
+	OPT_UNLOCK,
 };
 
 /* Modes an option is allowed in, as bits. */
@@ -41,7 +42,11 @@ enum {
 	M_STATUS = 1 << MODE_STATUS,
 	M_LIST = 1 << MODE_LIST,
 	M_REMOVE = 1 << MODE_REMOVE,
-	M_ALL = M_RUN | M_STATUS | M_LIST | M_REMOVE,
+	M_FD = 1 << MODE_FD,
+	M_UNLOCK = 1 << MODE_UNLOCK,
+	/* what takes or lets go of a lock */
+	M_LOCKING = M_RUN | M_FD | M_UNLOCK,
+	M_ALL = M_RUN | M_STATUS | M_LIST | M_REMOVE | M_FD | M_UNLOCK,
 };
 
 /* What an option does: the generic kinds are the table's own values. */
@@ -93,13 +98,21 @@ struct optdef {
 "     --json                   with --status or --list: print JSON\n" \
 "     --remove                 delete each LOCKFILE if nobody holds it\n" \
 "\n" \
+"Locking a descriptor the shell opened (exec 9<>FILE), as flock(1) FD:\n" \
+"     FD                       lock it (-n, -w as above); the lock file names\n" \
+"                              the shell, and the lock lasts while the shell\n" \
+"                              keeps FD open\n" \
+" -u, --unlock FD              release it\n" \
+"\n" \
 " -h, --help                   show this help and exit\n" \
 " -V, --version                show the version and exit\n" \
 "\n" \
 "Exit status: the command's, or 128+N if signal N killed it; 1 (or -E N) if\n" \
 "the lock is busy; --status: 0 free, 1 held, 2 abandoned or stale;\n" \
-"64 usage, 65 not a lock file (nothing changed), 66 unusable lock file,\n" \
-"69 command cannot run, 71 system error, 77 permission denied.\n" \
+"64 usage (or FD not open for reading and writing), 65 not a lock file\n" \
+"(nothing changed), 66 unusable lock file, 69 command cannot run, 71 system\n" \
+"error, 75 FD's file is no longer at its path (open it again), 77 permission\n" \
+"denied.\n" \
 "See pidlock(1).\n"
 
 static void usage(void)
@@ -110,6 +123,8 @@ static void usage(void)
 		"--status [--json] LOCKFILE...",
 		"--list [--json] DIRECTORY",
 		"--remove LOCKFILE...",
+		"[-n | -w SECONDS] FD",
+		"-u FD",
 	};
 
 	out(stdout, "Usage:\n");
@@ -263,7 +278,7 @@ static int misplaced_c(struct opts *o, const char *arg)
 #define BOOL(name, key, member, modes) { name, key, no_argument, \
 	SET_BOOL, 0, offsetof(struct opts, member), NULL, modes }
 #define FLAG(name, key, flag) \
-	{ name, key, no_argument, SET_FLAG, flag, 0, NULL, M_RUN }
+	{ name, key, no_argument, SET_FLAG, flag, 0, NULL, M_LOCKING }
 #define MODE(name, key, mode) \
 	{ name, key, no_argument, SET_MODE, mode, 0, NULL, M_ALL }
 #define CALL(name, key, has_arg, fn, modes) \
@@ -275,16 +290,18 @@ static int misplaced_c(struct opts *o, const char *arg)
  * of an ambiguous abbreviation in it.
  */
 static const struct optdef options[] = {
-	CALL("nonblock", 'n', no_argument, set_nonblock, M_RUN | M_REMOVE),
-	CALL("timeout", 'w', required_argument, set_timeout, M_RUN | M_REMOVE),
+	CALL("nonblock", 'n', no_argument, set_nonblock,
+	     M_RUN | M_REMOVE | M_FD),
+	CALL("timeout", 'w', required_argument, set_timeout,
+	     M_RUN | M_REMOVE | M_FD),
 	CALL("conflict-exit-code", 'E', required_argument, set_conflict_code,
-	     M_RUN | M_REMOVE),
+	     M_RUN | M_REMOVE | M_FD | M_UNLOCK),
 	BOOL("quiet-conflict", 'q', quiet, M_RUN | M_REMOVE),
 	BOOL("close", 'o', close_fd, M_RUN),
 	BOOL("verbose", 'v', verbose, M_ALL),
 	CALL("help", 'h', no_argument, show_help, M_ALL),
 	CALL("version", 'V', no_argument, show_version, M_ALL),
-	CALL("tag", OPT_TAG, required_argument, set_tag, M_RUN),
+	CALL("tag", OPT_TAG, required_argument, set_tag, M_RUN | M_FD),
 	FLAG("plain-pid", OPT_PLAIN_PID, PIDLOCK_PLAIN_PID),
 	FLAG("no-sync", OPT_NO_SYNC, PIDLOCK_NO_SYNC),
 	FLAG("keep-file", OPT_KEEP_FILE, PIDLOCK_KEEP_FILE),
@@ -296,6 +313,7 @@ static const struct optdef options[] = {
 	BOOL("json", OPT_JSON, json, M_STATUS | M_LIST),
 	MODE("list", OPT_LIST, MODE_LIST),
 	MODE("remove", OPT_REMOVE, MODE_REMOVE),
+	MODE("unlock", 'u', MODE_UNLOCK),
 	CALL("mode", OPT_MODE, required_argument, set_file_mode, M_RUN),
 	CALL(NULL, 'c', no_argument, misplaced_c, 0),
 };
@@ -381,6 +399,7 @@ static const char *mode_name(enum mode m)
 	static const char *const names[] = {
 		[MODE_RUN] = "running a command", [MODE_STATUS] = "--status",
 		[MODE_LIST] = "--list", [MODE_REMOVE] = "--remove",
+		[MODE_FD] = "a descriptor", [MODE_UNLOCK] = "--unlock",
 	};
 
 	return names[m];
@@ -391,7 +410,7 @@ static const char *mode_name(enum mode m)
 static int check_combinations(const struct opts *o, const struct parser *p)
 {
 	if (p->modes_given > 1)
-		return usage_error("%s", "--status, --list and --remove exclude each other");
+		return usage_error("%s", "--status, --list, --remove and --unlock exclude each other");
 	for (int i = 0; i < p->nseen; i++)
 		if (!(p->seen[i]->modes & (1U << o->mode)))
 			return usage_error("--%s cannot be used with %s",
@@ -452,6 +471,36 @@ static int parse_operands(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
+/* A descriptor number as a shell writes it: digits only, 0 to 1023
+ * (larger ones no shell redirection makes; flock(1) takes the same). */
+static int parse_fd(const char *s)
+{
+	unsigned long v;
+
+	if (parse_uint(s, 1023, &v) < 0 || s[strspn(s, "0123456789")])
+		return -1;
+	return (int)v;
+}
+
+/* pidlock [options] FD (flock(1)'s form): a lone operand of digits. */
+static bool fd_form(int argc, char **argv)
+{
+	return argc - optind == 1 && parse_fd(argv[optind]) >= 0;
+}
+
+static int parse_fd_operand(int argc, char **argv, struct opts *o)
+{
+	if (argc - optind != 1)
+		return usage_error("%s takes one descriptor number, such as 9",
+				   "--unlock");
+	o->fd = parse_fd(argv[optind]);
+	if (o->fd < 0)
+		return usage_error("invalid descriptor '%s' (a number from 0 "
+				   "to 1023, such as 9 after exec 9<>FILE)",
+				   argv[optind]);
+	return 0;
+}
+
 /* 0: run with *o; 1: done (--help, --version); -code: exit with code. */
 int parse_options(int argc, char **argv, struct opts *o)
 {
@@ -469,9 +518,13 @@ int parse_options(int argc, char **argv, struct opts *o)
 		if (r != 0)
 			return r;
 	}
+	if (o->mode == MODE_RUN && p.modes_given == 0 && fd_form(argc, argv))
+		o->mode = MODE_FD;
 	r = check_combinations(o, &p);
 	if (r < 0)
 		return r;
+	if (o->mode == MODE_FD || o->mode == MODE_UNLOCK)
+		return parse_fd_operand(argc, argv, o);
 	if (o->mode != MODE_RUN)
 		return parse_operands(argc, argv, o);
 	r = parse_command(argc, argv, o);

@@ -56,6 +56,15 @@ static void say_done(const struct opts *o, struct pidlock *lock,
 		  (long long)(ms / 1000), (long long)(ms % 1000));
 }
 
+/* One call of the library: the lock on a path, or on the shell's
+ * descriptor (pidlock FD), whose record names the shell, our parent. */
+static int take(const struct opts *o, struct pidlock *lock, int timeout_ms)
+{
+	if (o->mode == MODE_FD)
+		return pidlock_lock_fd(lock, o->fd, getppid(), timeout_ms);
+	return pidlock_acquire(lock, timeout_ms);
+}
+
 /* The wait after a first try that found the lock busy: what is left of
  * the timeout (at least 1 ms, a last try), or forever. */
 static int wait_for_lock(const struct opts *o, struct pidlock *lock,
@@ -70,7 +79,7 @@ static int wait_for_lock(const struct opts *o, struct pidlock *lock,
 	}
 	if (o->verbose)
 		say_holder(lock, "waiting for");
-	return pidlock_acquire(lock, left);
+	return take(o, lock, left);
 }
 
 /*
@@ -82,7 +91,7 @@ int acquire_lock(const struct opts *o, struct pidlock *lock, int timeout_ms,
 		 const char *refused)
 {
 	int64_t start = mono_ms();
-	int r = pidlock_acquire(lock, 0);
+	int r = take(o, lock, 0);
 	char what[96];
 
 	if (r == -EWOULDBLOCK && timeout_ms != 0) {

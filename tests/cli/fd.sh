@@ -1,0 +1,218 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# pidlock FD and pidlock -u FD: a shell locks the descriptor it opened
+# (exec 9<>FILE), as with flock(1) FD.  Real shells (bash and sh) hold;
+# the peers are a second shell, flock(1), with-lock-ex, pidlock's own
+# acquire of the path and a spec-only locker (noclobber create).
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 99
+
+for p in flock with-lock-ex sh; do
+	command -v $p >/dev/null || fail "$p is not installed"
+done
+export PIDLOCK
+
+# shell_holds NAME [SHELL]: a shell in the background that opens x.lock
+# with 9<>, locks it with pidlock -n 9, writes its pid ($$) to NAME.pid,
+# and once NAME.go appears releases with pidlock -u 9 and writes
+# NAME.done.  Nothing it starts inherits fd 9 but pidlock.  LAST is the
+# shell's pid; returns once it holds.
+shell_holds() {
+	bg_peer "${2:-bash}" -c '
+		exec 9<>x.lock || exit 90
+		"$PIDLOCK" -n 9 || exit 91
+		echo $$ > "$0.pid"
+		while [ ! -e "$0.go" ]; do sleep 0.05 9<&-; done
+		"$PIDLOCK" -u 9 || exit 92
+		echo released > "$0.done"
+		exec sleep 30 9<&-' "$1"
+	wait_until test -s "$1.pid"
+}
+
+# --- the record names the shell ----------------------------------------------
+exec 9<>x.lock
+expect 0 "pidlock -n 9 locks the shell's descriptor" -- "$PIDLOCK" -n 9
+[ "$(field x.lock pid)" = "$$" ] || fail "pid=$(field x.lock pid), shell is $$"
+pass "the record names the shell (\$\$), not pidlock"
+[ "$(field x.lock keep)" = 1 ] || fail "no keep=1: $(cat x.lock)"
+pass "the record says keep=1: the file stays at the path"
+"$PIDLOCK" --status x.lock > st
+[ $? -eq 1 ] || fail "--status does not say held"
+grep -q "pid: *$$ (running)" st || fail "--status does not name the shell: $(cat st)"
+pass "--status names the shell as the holder"
+
+# --- peers are kept out while the shell holds --------------------------------
+expect 1 "a second shell's pidlock -n 9 fails" -- \
+	bash -c 'exec 9<>x.lock; exec "$PIDLOCK" -n 9' 2>/dev/null
+expect 1 "a second sh's pidlock -w 0.3 9 times out" -- \
+	sh -c 'exec 9<>x.lock; exec "$PIDLOCK" -w 0.3 9' 2>/dev/null
+expect 1 "flock -n -x fails" -- flock -n -x x.lock true
+expect 1 "with-lock-ex -q fails" -- \
+	sh -c 'with-lock-ex -q x.lock true 2>/dev/null; [ $? -ne 0 ] && exit 1'
+expect 1 "pidlock's own acquire of the path fails" -- \
+	"$PIDLOCK" -n x.lock true 2>/dev/null
+( set -C; echo "pid=$$" > x.lock ) 2>/dev/null && fail "a spec-only create succeeded"
+pass "a spec-only locker's noclobber create fails"
+[ "$(field x.lock pid)" = "$$" ] || fail "a peer changed the record"
+expect 0 "pidlock -n 9 again, while holding, is a refresh" -- "$PIDLOCK" -n 9
+
+# --- -u releases: a waiting flock(1) gets in, on the same inode --------------
+ino=$(stat -c %i x.lock)
+bg_peer flock -x x.lock sh -c 'stat -c %i x.lock > flock.ino; exec sleep 30'
+flocker=$LAST
+sleep 0.3
+[ ! -e flock.ino ] || fail "flock(1) got in while the shell held"
+expect 0 "pidlock -u 9 releases" -- "$PIDLOCK" -u 9
+wait_until test -s flock.ino
+[ "$(cat flock.ino)" = "$ino" ] || fail "flock(1) holds another inode"
+pass "the waiting flock(1) gets in at once, on the kept inode"
+[ "$(field x.lock pid)" = 4194304 ] || fail "not marked released: $(cat x.lock)"
+[ -n "$(field x.lock released)" ] || fail "no released=: $(cat x.lock)"
+pass "-u marks the record released in place"
+expect 1 "flock(1) holds: pidlock -n 9 fails" -- "$PIDLOCK" -n 9 2>/dev/null
+"$PIDLOCK" 9 &
+waiter=$!
+track $waiter
+sleep 0.3
+gone "$waiter" && fail "pidlock 9 did not wait for flock(1)"
+kill -KILL -- "-$flocker"
+wait "$waiter" || fail "pidlock 9 did not get the lock after flock(1)"
+pass "pidlock 9 waits for flock(1), then locks"
+[ "$(field x.lock pid)" = "$$" ] || fail "pid=$(field x.lock pid) after the wait"
+expect 0 "pidlock -u 9" -- "$PIDLOCK" -u 9
+expect 0 "-u twice is harmless, as flock -u" -- "$PIDLOCK" -u 9
+
+# --- another shell holds: a waiter gets in after its -u ----------------------
+shell_holds a
+holder=$(cat a.pid)
+[ "$(field x.lock pid)" = "$holder" ] || fail "the record does not name shell $holder"
+pass "another shell holds; the record names it"
+expect 1 "it holds: pidlock -n 9 here fails" -- "$PIDLOCK" -n 9 2>/dev/null
+expect 1 "it holds: pidlock -u 9 here says not ours, changes nothing" -- \
+	"$PIDLOCK" -u 9 2>/dev/null
+[ "$(field x.lock pid)" = "$holder" ] || fail "-u of a non-holder changed the record"
+"$PIDLOCK" -w 10 9 &
+waiter=$!
+track $waiter
+sleep 0.3
+gone "$waiter" && fail "pidlock -w 10 9 did not wait"
+touch a.go
+wait "$waiter" || fail "the waiter did not get the lock after -u"
+test -s a.done || fail "the holder's -u did not finish first"
+pass "the other shell's pidlock -u 9 lets a timed waiter in"
+[ "$(field x.lock pid)" = "$$" ] || fail "the waiter's record does not name this shell"
+expect 0 "pidlock -u 9" -- "$PIDLOCK" -u 9
+
+# --- flock(1) and with-lock-ex hold, then pidlock's own acquire --------------
+bg_peer with-lock-ex -w x.lock sleep 30
+wait_until held x.lock
+expect 1 "with-lock-ex holds: pidlock -n 9 fails" -- "$PIDLOCK" -n 9 2>/dev/null
+kill -KILL -- "-$LAST"
+wait_until status_is x.lock 0
+expect 0 "with-lock-ex gone: pidlock -n 9 locks" -- "$PIDLOCK" -n 9
+expect 0 "pidlock -u 9" -- "$PIDLOCK" -u 9
+start_bg x.lock sleep 30
+pl=$LAST
+wait_until held x.lock
+expect 1 "pidlock's acquire holds (taking the kept file): pidlock -n 9 fails" -- \
+	"$PIDLOCK" -n 9 2>/dev/null
+kill -TERM "$pl"
+wait "$pl"
+[ "$(stat -c %i x.lock)" = "$ino" ] || fail "the acquire's release removed the kept file"
+pass "the acquire's release keeps the file (keep=1 passed on)"
+expect 0 "and pidlock -n 9 locks it again" -- "$PIDLOCK" -n 9
+expect 0 "pidlock -u 9" -- "$PIDLOCK" -u 9
+
+# --- a spec-only holder -------------------------------------------------------
+exec 9<&-
+rm -f x.lock
+spec_lock x.lock $$ "$(date +%s)"
+exec 9<>x.lock
+expect 1 "a spec-only holder: pidlock -n 9 fails" -- "$PIDLOCK" -n 9 2>/dev/null
+[ "$(field x.lock pid)" = "$$" ] && [ -z "$(field x.lock lock)" ] ||
+	fail "the spec-only record was changed: $(cat x.lock)"
+pass "the spec-only record is left as it was"
+
+# --- the file is replaced or removed: exit 75, open it again -----------------
+# A file this library created is removed by its holder's release: the
+# shell's descriptor is then on a file that is no longer the lock.
+exec 9<&-
+rm -f x.lock
+start_bg x.lock sleep 30
+pl=$LAST
+wait_until held x.lock
+exec 9<>x.lock
+"$PIDLOCK" -w 10 9 2> w.err &
+waiter=$!
+track $waiter
+sleep 0.3
+kill -TERM "$pl"
+wait "$pl"
+wait "$waiter"
+rc=$?
+[ $rc -eq 75 ] || fail "waiter after the file was removed: exit $rc, expected 75"
+grep -q "exec 9<>FILE" w.err || fail "no word of reopening: $(cat w.err)"
+pass "a waiter whose file was removed exits 75 and says to reopen"
+exec 9<>x.lock
+expect 0 "reopened, pidlock -n 9 locks" -- "$PIDLOCK" -n 9
+echo 'pid=1' > new
+mv new x.lock	# somebody replaces the file
+expect 75 "the file replaced: pidlock -n 9 exits 75" -- "$PIDLOCK" -n 9 2>/dev/null
+expect 75 "the file replaced: pidlock -u 9 exits 75" -- "$PIDLOCK" -u 9 2>/dev/null
+[ "$(cat x.lock)" = "pid=1" ] || fail "the new file was written"
+pass "the file that replaced it is left as it was"
+exec 9<&-
+
+# --- 9< and 9> ----------------------------------------------------------------
+rm -f x.lock
+exec 9<>x.lock
+expect 0 "pidlock -n 9" -- "$PIDLOCK" -n 9
+size=$(stat -c %s x.lock)
+[ "$size" -gt 0 ] || fail "no record"
+bash -c 'exec 8>x.lock; exec "$PIDLOCK" -n 8' 2> wo.err
+[ $? -eq 64 ] || fail "a 9> descriptor was not refused with 64"
+[ "$(stat -c %s x.lock)" = 0 ] || fail "8> did not truncate"
+grep -q "empties the file" wo.err || fail "no word of truncation: $(cat wo.err)"
+pass "9>: the shell's open empties a held lock's record; pidlock refuses it (64)"
+expect 1 "the shell still holds: flock -n fails" -- flock -n x.lock true
+expect 0 "the holder restores its record with pidlock -n 9" -- "$PIDLOCK" -n 9
+[ "$(field x.lock pid)" = "$$" ] || fail "record not restored: $(cat x.lock)"
+bash -c 'exec 8<x.lock; exec "$PIDLOCK" -n 8' 2> ro.err
+[ $? -eq 64 ] || fail "a 9< descriptor was not refused with 64"
+grep -q "reading only" ro.err || fail "no word of 9<: $(cat ro.err)"
+pass "9<: refused with 64 and a message"
+[ "$(field x.lock pid)" = "$$" ] || fail "a refused call changed the record"
+expect 0 "pidlock -u 9" -- "$PIDLOCK" -u 9
+exec 9<&-
+
+# --- not a lock file ---------------------------------------------------------
+printf '#!/bin/sh\necho hello\n' > script
+exec 9<>script
+expect 65 "a script is not a lock file: 65" -- "$PIDLOCK" -n 9 2>/dev/null
+[ "$(cat script)" = "$(printf '#!/bin/sh\necho hello')" ] || fail "the script changed"
+pass "the script is left as it was"
+expect 0 "flock -n gets in: no kernel lock was left" -- flock -n script true
+exec 9<&-
+
+# --- a SIGKILLed shell frees the lock at once ---------------------------------
+rm -f x.lock
+shell_holds k sh
+shpid=$(cat k.pid)
+[ "$(field x.lock pid)" = "$shpid" ] || fail "sh's record does not name it"
+pass "sh holds; the record names it"
+exec 9<>x.lock
+expect 1 "sh holds: pidlock -n 9 fails" -- "$PIDLOCK" -n 9 2>/dev/null
+kill -KILL "$shpid"
+wait_until gone "$shpid"
+expect 0 "the holder was SIGKILLed: pidlock -n 9 locks at once" -- \
+	"$PIDLOCK" -n 9
+[ "$(field x.lock pid)" = "$$" ] || fail "not taken over: $(cat x.lock)"
+expect 0 "pidlock -u 9" -- "$PIDLOCK" -u 9
+exec 9<&-
+
+# --- usage --------------------------------------------------------------------
+expect 64 "a closed descriptor: 64" -- "$PIDLOCK" -n 57 2>/dev/null
+expect 64 "-q is refused with a descriptor" -- "$PIDLOCK" -q 9 2>/dev/null
+expect 64 "-u needs a number" -- "$PIDLOCK" -u x.lock 2>/dev/null
+expect 64 "--exec is refused with a descriptor" -- "$PIDLOCK" --exec 9 2>/dev/null
+done_testing

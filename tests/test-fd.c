@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pidlock_lock_fd() and pidlock_unlock_fd(): the lock on a caller's own
+ * descriptor (a shell's exec 9<>path), doc/protocol.md section 4b.  Real
+ * processes hold and wait; each test names the rule it guards.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pidlock.h"
+#include "testutil.h"
+
+#define RELEASED "pid=4194304\n"
+
+static int open_rw(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	return fd;
+}
+
+/* Can another open file description of fd's inode take flock(LOCK_EX)
+ * at once?  /proc/self/fd reaches the inode even once it is unlinked. */
+static bool flock_free(int fd)
+{
+	char link[64];
+	int other, r;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	other = open(link, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(other, 0);
+	r = flock(other, LOCK_EX | LOCK_NB);
+	close(other);
+	return r == 0;
+}
+
+/* The pid= value of the record at path, 0 if none. */
+static long record_pid(const char *path)
+{
+	const char *s = strstr(tu_read(path), "pid=");
+
+	return s ? strtol(s + 4, NULL, 10) : 0;
+}
+
+/* A child that opens path, locks its descriptor with pidlock_lock_fd()
+ * for itself, says 'L', and on 'U' lets go with pidlock_unlock_fd() and
+ * says 'U'; it is killed otherwise. */
+static void fd_holder(struct tu_child *c, const char *path)
+{
+	struct pidlock *l = tu_new(path, 0);
+
+	if (tu_fork(c) == 0) {
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+		TU_CHILD_CHECK(fd >= 0 && pidlock_lock_fd(l, fd, 0, 0) == 0);
+		tu_signal(c, 'L');
+		TU_CHILD_CHECK(tu_wait_parent(c) == 'U');
+		TU_CHILD_CHECK(pidlock_unlock_fd(l, fd) == 0);
+		tu_signal(c, 'U');
+		(void)tu_wait_parent(c);
+		_exit(0);
+	}
+	pidlock_free(l);
+	ck_assert_int_eq(tu_wait_signal(c), 'L');
+}
+
+/* The record names the pid given (the shell), and the file is kept. */
+TU_LOCK_TEST(lock_fd_names_pid, 0)
+{
+	pid_t shell = getppid();
+	int fd = open_rw(p);
+	struct tu_child c;
+
+	tu_set_mtime_ago(p, 60);	/* not a young empty file */
+	ck_assert_int_eq(pidlock_lock_fd(l, fd, shell, 0), 0);
+	ck_assert_int_eq(record_pid(p), shell);
+	ck_assert_ptr_nonnull(strstr(tu_read(p), "\nkeep=1\n"));
+	/* The handle lent the path: the caller's descriptor holds. */
+	ck_assert_int_eq(pidlock_fd(l), -ENOLCK);
+	ck_assert(!flock_free(fd));
+	tu_waiter(&c, p, 0);
+	tu_tell(&c, 'G');
+	tu_msleep(200);
+	ck_assert_int_eq(pidlock_unlock_fd(l, fd), 0);
+	ck_assert_int_eq(tu_wait_signal(&c), 'L');
+	tu_tell(&c, 'x');
+	ck_assert_int_eq(tu_join(&c), 0);
+	close(fd);
+}
+
+/* Even a file this library created, which its holder would unlink on
+ * release, is kept once a descriptor locked it; the acquirer that takes
+ * it over next keeps it too (keep=1 passed on): the inode the descriptor
+ * is open on stays at the path. */
+TU_LOCK_TEST(lock_fd_file_kept, 0)
+{
+	int fd;
+	ino_t ino;
+
+	tu_exit_holding(p, 0);		/* our record, no keep=1 */
+	ck_assert_ptr_null(strstr(tu_read(p), "keep=1"));
+	fd = open_rw(p);
+	ino = tu_ino(p);
+	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), 0);
+	ck_assert_ptr_nonnull(strstr(tu_read(p), "\nkeep=1\n"));
+	ck_assert_int_eq(pidlock_unlock_fd(l, fd), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert(tu_exists(p));
+	ck_assert_int_eq(tu_ino(p), ino);
+	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), 0);
+	close(fd);
+}
+
+/* Exclusion both ways against pidlock_acquire() in another process. */
+TU_LOCK_TEST(lock_fd_excludes_acquire, 0)
+{
+	struct pidlock_info info;
+	struct tu_child c;
+	int fd;
+
+	tu_hold(&c, p, 0);
+	fd = open_rw(p);
+	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), -EWOULDBLOCK);
+	ck_assert_int_eq(pidlock_holder(l, &info), 0);
+	ck_assert_int_eq(info.pid, c.pid);
+	ck_assert(flock_free(fd) == false);	/* the holder's, not ours */
+	tu_tell(&c, 'R');
+	ck_assert_int_eq(tu_join(&c), 0);
+	close(fd);
+
+	fd_holder(&c, p);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	ck_assert_int_eq(record_pid(p), c.pid);
+	tu_tell(&c, 'U');
+	ck_assert_int_eq(tu_wait_signal(&c), 'U');
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	tu_tell(&c, 'x');
+	ck_assert_int_eq(tu_join(&c), 0);
+}
+
+/* A timed wait on the descriptor wakes on the holder's unlock_fd. */
+TU_LOCK_TEST(lock_fd_timed_waits, 0)
+{
+	struct tu_child c;
+	int fd;
+
+	fd_holder(&c, p);
+	fd = open_rw(p);
+	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 300), -ETIMEDOUT);
+	tu_tell_later(&c, 200, 'U');
+	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 10000), 0);
+	ck_assert_int_eq(record_pid(p), getpid());
+	ck_assert_int_eq(tu_wait_signal(&c), 'U');
+	tu_tell(&c, 'x');
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_int_ge(wait(NULL), 0);
+	close(fd);
+}
+
+/* A holder killed with SIGKILL frees the lock at once (rule A). */
+TU_LOCK_TEST(lock_fd_sigkill_frees, 0)
+{
+	struct tu_child c;
+	int fd;
+
+	fd_holder(&c, p);
+	fd = open_rw(p);
+	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), -EWOULDBLOCK);
+	tu_kill(&c);
+	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), 0);
+	ck_assert_int_eq(record_pid(p), getpid());
+	close(fd);
+}
+
+/* A spec-only holder (rule B) keeps a descriptor out; its record stays. */
+TU_LOCK_TEST(lock_fd_spec_holder, 0)
+{
+	char *before;
+	int fd;
+
+	tu_write_spec(p, getppid(), 5, NULL);
+	before = strdup(tu_read(p));
+	fd = open_rw(p);
+	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), -EWOULDBLOCK);
+	ck_assert_str_eq(tu_read(p), before);
+	ck_assert(flock_free(fd));
+	free(before);
+	close(fd);
+}
+
+/* The inode check: a file removed or replaced is -ESTALE at once, even
+ * while somebody holds the old inode; nothing at the path is written,
+ * and the descriptor is left holding nothing. */
+TU_LOCK_TEST(lock_fd_inode_check, 0)
+{
+	char *other = tu_path("other");
+	int fd = open_rw(p), orphan_holder;
+
+	tu_set_mtime_ago(p, 60);
+	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), 0);
+	tu_write(other, "pid=1\n");
+	ck_assert_int_eq(rename(other, p), 0);
+	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), -ESTALE);
+	ck_assert(flock_free(fd));
+	ck_assert_int_eq(pidlock_unlock_fd(l, fd), -ESTALE);
+	ck_assert_str_eq(tu_read(p), "pid=1\n");
+	/* Somebody holds the old inode: no wait for it, -ESTALE at once. */
+	{
+		char link[64];
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		orphan_holder = open(link, O_RDWR | O_CLOEXEC);
+		ck_assert_int_ge(orphan_holder, 0);
+		ck_assert_int_eq(flock(orphan_holder, LOCK_EX), 0);
+	}
+	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 2000), -ESTALE);
+	close(orphan_holder);
+	close(fd);
+}
+
+/* unlock_fd by a description that does not hold: -ENOLCK, the holder's
+ * record and locks untouched. */
+TU_LOCK_TEST(unlock_fd_not_holder, 0)
+{
+	struct tu_child c;
+	char *before;
+	int fd;
+
+	fd_holder(&c, p);
+	before = strdup(tu_read(p));
+	fd = open_rw(p);
+	ck_assert_int_eq(pidlock_unlock_fd(l, fd), -ENOLCK);
+	ck_assert_str_eq(tu_read(p), before);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	tu_tell(&c, 'U');
+	ck_assert_int_eq(tu_wait_signal(&c), 'U');
+	ck_assert_ptr_nonnull(strstr(tu_read(p), RELEASED));
+	ck_assert_ptr_nonnull(strstr(tu_read(p), "\nreleased="));
+	tu_tell(&c, 'x');
+	ck_assert_int_eq(tu_join(&c), 0);
+	free(before);
+	close(fd);
+}
+
+/* Even a try waits out the grace of a young empty file: the caller's
+ * own exec 9<>path made it a moment ago. */
+TU_LOCK_TEST(lock_fd_try_new_file, 0)
+{
+	int fd = open_rw(p);
+
+	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), 0);
+	ck_assert_int_eq(record_pid(p), getpid());
+	close(fd);
+}
+
+/* Not a lock file: -EBADMSG, nothing written, no kernel lock left. */
+TU_LOCK_TEST(lock_fd_not_lock_file, 0)
+{
+	const char *script = "#!/bin/sh\necho hello\n";
+	int fd;
+
+	tu_write(p, script);
+	fd = open_rw(p);
+	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), -EBADMSG);
+	ck_assert_str_eq(tu_read(p), script);
+	ck_assert(flock_free(fd));
+	ck_assert_int_eq(pidlock_unlock_fd(l, fd), -EBADMSG);
+	ck_assert_str_eq(tu_read(p), script);
+	close(fd);
+}
+
+/* Descriptors that cannot hold the lock, and bad arguments. */
+TU_LOCK_TEST(lock_fd_refused, 0)
+{
+	int rw, ro, wo, ap;
+
+	tu_write(p, "");
+	tu_set_mtime_ago(p, 60);
+	ro = open(p, O_RDONLY | O_CLOEXEC);
+	wo = open(p, O_WRONLY | O_CLOEXEC);
+	ap = open(p, O_RDWR | O_APPEND | O_CLOEXEC);
+	rw = open_rw(p);
+	ck_assert_int_eq(pidlock_lock_fd(l, ro, 0, 0), -EBADF);
+	ck_assert_int_eq(pidlock_lock_fd(l, wo, 0, 0), -EBADF);
+	ck_assert_int_eq(pidlock_lock_fd(l, ap, 0, 0), -EBADF);
+	ck_assert_int_eq(pidlock_unlock_fd(l, ro), -EBADF);
+	ck_assert(flock_free(rw));
+	ck_assert_str_eq(tu_read(p), "");
+	ck_assert_int_eq(pidlock_lock_fd(l, 999, 0, 0), -EBADF);
+	ck_assert_int_eq(pidlock_lock_fd(l, -1, 0, 0), -EINVAL);
+	ck_assert_int_eq(pidlock_lock_fd(NULL, rw, 0, 0), -EINVAL);
+	ck_assert_int_eq(pidlock_unlock_fd(NULL, rw), -EINVAL);
+	ck_assert_int_eq(pidlock_lock_fd(l, rw, -1, 0), -EINVAL);
+	ck_assert_int_eq(pidlock_lock_fd(l, rw, 4194304, 0), -EINVAL);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_lock_fd(l, rw, 0, 0), -EALREADY);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	close(ro);
+	close(wo);
+	close(ap);
+	close(rw);
+}
+
+int main(void)
+{
+	const struct tu_case cases[] = {
+		{ lock_fd_names_pid, 1 },
+		{ lock_fd_file_kept, 1 },
+		{ lock_fd_excludes_acquire, 1 },
+		{ lock_fd_timed_waits, 1 },
+		{ lock_fd_sigkill_frees, 1 },
+		{ lock_fd_spec_holder, 1 },
+		{ lock_fd_inode_check, 1 },
+		{ unlock_fd_not_holder, 1 },
+		{ lock_fd_try_new_file, 1 },
+		{ lock_fd_not_lock_file, 1 },
+		{ lock_fd_refused, 1 },
+		{ NULL, 0 },
+	};
+
+	tu_run_cases("fd", "fd", 60, cases);
+}

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pidlock FD and pidlock -u FD: the lock on a descriptor that the shell
+ * opened itself (exec 9<>FILE), as flock(1) FD takes it.  The path comes
+ * from the descriptor (/proc/self/fd/FD); the library locks the shell's
+ * open file description, checks that the path still names its file, and
+ * writes a record that names the shell, our parent.  The lock then lasts
+ * as long as the shell keeps the descriptor open, or until pidlock -u.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* The descriptor's file, as the kernel names it: an absolute path, or
+ * "/path (deleted)" once it was unlinked (the library then finds that
+ * it no longer names the file). */
+static int fd_path(int fd, char *buf, size_t size)
+{
+	char link[64];
+	ssize_t n;
+
+	text_set(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, buf, size - 1);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= size - 1)
+		return -ENAMETOOLONG;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* Why the descriptor cannot carry the lock, said so that a script's
+ * author knows what to change; NULL if it can. */
+static const char *unusable_why(int fd)
+{
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0)
+		return "is not open (open the lock file first: exec FD<>FILE)";
+	if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode))
+		return "is not a regular file";
+	if ((fl & O_ACCMODE) == O_RDONLY)
+		return "is open for reading only (FD<FILE): the lock needs "
+		       "reading and writing; open it with exec FD<>FILE";
+	if ((fl & O_ACCMODE) == O_WRONLY)
+		return "is open for writing only (FD>FILE or FD>>FILE): FD> "
+		       "empties the file as the shell opens it, wiping the "
+		       "record of whoever holds the lock; open it with "
+		       "exec FD<>FILE, which never truncates";
+	if (fl & O_APPEND)
+		return "is open for appending: the record could not be "
+		       "rewritten in place; open it with exec FD<>FILE";
+	return NULL;
+}
+
+/* The handle for the descriptor's path, or an exit status. */
+static int prepare(const struct opts *o, char *path, size_t size,
+		   struct pidlock **lockp)
+{
+	const char *why = unusable_why(o->fd);
+	int r;
+
+	if (why) {
+		warn_msg("descriptor %d %s", o->fd, why);
+		return EX_USAGE;
+	}
+	r = fd_path(o->fd, path, size);
+	if (r < 0) {
+		warn_msg("descriptor %d: cannot read its path from "
+			 "/proc/self/fd: %s", o->fd, strerror(-r));
+		return EX_OSERR;
+	}
+	r = make_lock(o, path, lockp);
+	if (r < 0)
+		return fail_path(path, -r);
+	return 0;
+}
+
+/* The file the shell opened is no longer at the path: its descriptor can
+ * never hold the lock again, only a new open can. */
+static int stale(const struct opts *o, const char *path, const char *done)
+{
+	warn_prefix(path);
+	out(stderr, "descriptor %d's file was removed or replaced at this "
+	    "path%s; open it again (exec %d<>FILE) and retry\n", o->fd, done,
+	    o->fd);
+	return EX_TEMPFAIL;
+}
+
+static int failed(const struct opts *o, const char *path, int err,
+		  const char *done)
+{
+	if (err == ESTALE)
+		return stale(o, path, done);
+	if (err == EBADF) {
+		warn_msg("descriptor %d is not open for reading and writing "
+			 "(exec %d<>FILE)", o->fd, o->fd);
+		return EX_USAGE;
+	}
+	return fail_path(path, err);
+}
+
+int cmd_fd(const struct opts *o)
+{
+	char path[PATH_MAX + 16];
+	struct pidlock *lock;
+	int r = prepare(o, path, sizeof(path), &lock);
+
+	if (r != 0)
+		return r;
+	r = acquire_lock(o, lock, o->timeout_ms, "lock is busy");
+	pidlock_free(lock);	/* it holds nothing: the shell's fd does */
+	if (r < 0)
+		return failed(o, path, -r, "");
+	if (r > 0)
+		return o->conflict_code;
+	if (o->verbose)
+		warn_file(path, "locked through descriptor %d of process %ld",
+			  o->fd, (long)getppid());
+	return 0;
+}
+
+int cmd_unlock(const struct opts *o)
+{
+	char path[PATH_MAX + 16];
+	struct pidlock *lock;
+	int r = prepare(o, path, sizeof(path), &lock);
+
+	if (r != 0)
+		return r;
+	r = pidlock_unlock_fd(lock, o->fd);
+	pidlock_free(lock);
+	if (r == -ENOLCK) {
+		warn_file(path, "descriptor %d does not hold the lock: another "
+			  "process does; the file was left as it was", o->fd);
+		return o->conflict_code;
+	}
+	if (r < 0)
+		return failed(o, path, -r, " (its kernel locks are dropped)");
+	if (o->verbose)
+		warn_file(path, "released descriptor %d", o->fd);
+	return 0;
+}
