@@ -20,7 +20,7 @@ static const int documented_errors[] = {
 	EACCES, EAGAIN, EALREADY, EBADMSG, EBUSY, EDEADLK, EDQUOT, EEXIST,
 	EINTR, EINVAL, EIO, EISDIR, ELOOP, EMFILE, EMLINK, ENAMETOOLONG,
 	ENFILE, ENODATA, ENOENT, ENOLCK, ENOMEM, ENOSPC, ENOTDIR, EOPNOTSUPP,
-	EOVERFLOW, EPERM, EROFS, ESRCH, ESTALE, ETIMEDOUT, ETXTBSY,
+	EOVERFLOW, EPERM, ERANGE, EROFS, ESRCH, ESTALE, ETIMEDOUT, ETXTBSY,
 };
 
 /*
@@ -29,7 +29,7 @@ static const int documented_errors[] = {
  * such as EUCLEAN from a damaged file system) becomes -EIO, which every
  * caller already handles as "the system failed, the lock is not held
  * or not changed", and which cannot be mistaken for a state of the lock
- * (-EWOULDBLOCK, -ESTALE, -ENOLCK).  A loop over 31 ints, no system
+ * (-EWOULDBLOCK, -ESTALE, -ENOLCK).  A loop over 32 ints, no system
  * call: the acquire/release cycle stays as fast.
  */
 int io_rc_filter(int r)
