@@ -11,9 +11,11 @@
  * set if one slot's path is unusable, before taking anything.  Then it
  * tries the slots from a start that depends on the caller's pid, so
  * that holders started together spread over the slots instead of all
- * contending for slot 0, and it tries only slots whose file is absent or
- * has no fcntl lock.  Nothing but the slot files is ever made (and, for
- * the instant of a publish, the temp file of doc/protocol.md step 1).
+ * contending for slot 0, and it tries only a slot that looks free: its
+ * file absent, or held by nobody (pidlock_inspect()).  A busy slot is
+ * never opened for writing, and nothing is made for it; a free one is
+ * taken as any lock (the temp file of doc/protocol.md step 1 exists for
+ * the instant of the publish).
  */
 #include "config.h"
 
@@ -181,6 +183,23 @@ static void note_busy(struct pidlock_slots *s, unsigned int k, int64_t now)
 					 .until_ms = now + retry_ms(s) };
 }
 
+/*
+ * A slot file without an fcntl lock may still be held: by flock(2)
+ * alone (flock(1), PIDLOCK_FLOCK_ONLY) or by a spec-only peer.  Asked
+ * without opening it for writing: an acquire would first make, sync
+ * and try to publish a temp file, for nothing.
+ */
+static bool held_otherwise(const struct pidlock_slots *s, unsigned int k)
+{
+	const struct pidlock *l = s->locks[k];
+	struct pidlock_info info;
+
+	if (pidlock_inspect(l->path, &info, l->stale_sec) < 0)
+		return false;	/* the acquire says why */
+	return info.state == PIDLOCK_STATE_HELD ||
+	       info.state == PIDLOCK_STATE_HELD_SPEC;
+}
+
 /* Where this process starts: its pid modulo n, so that workers forked
  * one after another (pids in a row) each start at a slot of their own. */
 static unsigned int first_slot(const struct pidlock_slots *s)
@@ -206,6 +225,10 @@ static int try_all(struct pidlock_slots *s)
 
 		if (s->looks[k].state == SLOT_LOCKED || recently_busy(s, k, now))
 			continue;
+		if (s->looks[k].state == SLOT_UNLOCKED && held_otherwise(s, k)) {
+			note_busy(s, k, now);
+			continue;
+		}
 		r = pidlock_acquire(s->locks[k], 0);
 		if (r == 0)
 			return (int)k;
