@@ -161,17 +161,23 @@ START_TEST(n_holders_distinct_slots)
 END_TEST
 
 /* Rule "no file per try": a try of a full semaphore looks at the slots
- * and creates nothing, not even a temp file for a moment. */
+ * and creates nothing, not even a temp file for a moment, whoever holds
+ * them: our kernel locks, a spec-only record, flock(1). */
 START_TEST(busy_try_creates_nothing)
 {
-	struct holder_arg a = { .n = 2, .timeout_ms = 0 };
+	struct holder_arg a = { .n = 4, .timeout_ms = 0 };
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	struct pidlock_slots *s = new_slots(2, 0);
+	const char *flock = getenv("FLOCK");
+	struct pidlock_slots *s = new_slots(4, 0);
 	struct tu_child c[2];
 	int ifd;
 
+	ck_assert_msg(flock && flock[0], "flock(1) not found at configure time");
+	tu_write_spec(slot_file(2), getpid(), 0, NULL);
+	ck_assert_int_eq(tu_sh("'%s' -n '%s' sleep 3 &", flock, slot_file(3)), 0);
+	tu_msleep(200);
 	for (int i = 0; i < 2; i++)
-		(void)hold(&c[i], &a);
+		ck_assert_int_lt(hold(&c[i], &a), 2);
 	ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	ck_assert_int_ge(ifd, 0);
 	ck_assert_int_ge(inotify_add_watch(ifd, tu_dir(), IN_CREATE), 0);
