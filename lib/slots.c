@@ -75,7 +75,7 @@ static int make(struct pidlock_slots *s, const char *path, unsigned int flags)
 {
 	int r = set_names(s, path);
 
-	s->locks = calloc(s->n, sizeof(*s->locks));
+	s->locks = calloc(s->n, sizeof(struct pidlock *));
 	s->looks = calloc(s->n, sizeof(*s->looks));
 	s->busy = calloc(s->n, sizeof(*s->busy));
 	if (r < 0 || !s->locks || !s->looks || !s->busy)
