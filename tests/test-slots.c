@@ -192,6 +192,23 @@ START_TEST(busy_try_creates_nothing)
 }
 END_TEST
 
+/* Rule "a slot's busy answer is final": a slot that looks free to the
+ * look (no kernel lock, pidlock_inspect() finds nobody) but whose try
+ * says busy is not taken: here a spec-only writer between its create
+ * and its write (an empty, young file, rule C's grace). */
+START_TEST(busy_answer_is_not_a_hold)
+{
+	struct pidlock_slots *s = new_slots(1, 0);
+
+	ck_assert_int_eq(pidlock_set_grace(pidlock_slots_lock(s, 0), 10000), 0);
+	tu_write(slot_file(0), "");
+	ck_assert_int_eq(pidlock_slots_acquire(s, 0), -EWOULDBLOCK);
+	ck_assert_int_eq(pidlock_slots_slot(s), -ENOLCK);
+	ck_assert_str_eq(tu_read(slot_file(0)), "");
+	pidlock_slots_free(s);
+}
+END_TEST
+
 /* Rule "spread": an uncontended try takes slot pid mod n first, so
  * workers forked in a row do not all contend for slot 0. */
 static int first_slot_fn(struct tu_child *c, void *arg)
@@ -501,6 +518,7 @@ int main(void)
 	const struct tu_case cases[] = {
 		{ n_holders_distinct_slots, 1 },
 		{ busy_try_creates_nothing, 1 },
+		{ busy_answer_is_not_a_hold, 1 },
 		{ first_try_spreads_by_pid, 1 },
 		{ waiter_wakes_on_any_release, 2 },
 		{ sigkilled_holder_frees_slot, 2 },
