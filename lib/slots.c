@@ -283,6 +283,9 @@ static int acquire(struct pidlock_slots *s, int timeout_ms)
 	if (held(s) >= 0)
 		return -EALREADY;
 	deadline = timeout_ms < 0 ? -1 : io_now_ms() + timeout_ms;
+	/* What an earlier call found busy is tried again: the memo only
+	 * keeps one wait's rounds from trying it over and over. */
+	memset(s->busy, 0, s->n * sizeof(*s->busy));
 	r = try_all(s);
 	if (r != -EWOULDBLOCK || timeout_ms == 0)
 		return r;

@@ -192,19 +192,23 @@ START_TEST(busy_try_creates_nothing)
 }
 END_TEST
 
-/* Rule "a slot's busy answer is final": a slot that looks free to the
- * look (no kernel lock, pidlock_inspect() finds nobody) but whose try
- * says busy is not taken: here a spec-only writer between its create
- * and its write (an empty, young file, rule C's grace). */
+/* Rule "a slot's busy answer is final": a slot that looks free (no
+ * kernel lock; pidlock_inspect() finds a crashed holder's record) but
+ * whose try says busy is not taken.  Here a read lease makes the try's
+ * open for writing refuse (doc/protocol.md, section 8: a lease is busy). */
 START_TEST(busy_answer_is_not_a_hold)
 {
 	struct pidlock_slots *s = new_slots(1, 0);
+	struct tu_child c;
 
-	ck_assert_int_eq(pidlock_set_grace(pidlock_slots_lock(s, 0), 10000), 0);
-	tu_write(slot_file(0), "");
+	tu_write(slot_file(0), "pid=1\ntimestamp=1\nlock=flock,ofd\n");
+	ck_assert_msg(tu_lease(&c, slot_file(0)), "no lease here: the rule "
+		      "cannot be shown on this file system");
 	ck_assert_int_eq(pidlock_slots_acquire(s, 0), -EWOULDBLOCK);
 	ck_assert_int_eq(pidlock_slots_slot(s), -ENOLCK);
-	ck_assert_str_eq(tu_read(slot_file(0)), "");
+	tu_tell(&c, 'X');
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_int_eq(pidlock_slots_acquire(s, 0), 0);
 	pidlock_slots_free(s);
 }
 END_TEST
