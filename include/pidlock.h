@@ -186,6 +186,41 @@ int pidlock_inspect(const char *path, struct pidlock_info *info,
  * pidlock_state_name(3). */
 const char *pidlock_state_name(enum pidlock_state state);
 
+/* ---- Semaphores: N slots, each a lock of its own (since 1.2.0) --------
+ * Slot k of PATH is the lock file "PATH.k" (k from 0 to n - 1, decimal),
+ * a full lock of this library: at most n holders at once, and a holder
+ * that dies frees its slot at once.  See pidlock_slots_new(3). */
+
+/** Opaque semaphore handle, made with pidlock_slots_new(). */
+struct pidlock_slots;
+/** Most slots one semaphore may have. */
+#define PIDLOCK_SLOTS_MAX 256U
+/** The variable pidlock(1) --slots sets to the slot number for the
+ * command it runs. */
+#define PIDLOCK_SLOT_ENV "PIDLOCK_SLOT"
+
+/* Make a handle for the n slots PATH.0 ... PATH.n-1, each with the
+ * PIDLOCK_* flags; it holds nothing yet.  See pidlock_slots_new(3). */
+int pidlock_slots_new(struct pidlock_slots **slotsp, const char *path,
+		      unsigned int n, unsigned int flags);
+/* Release the slot held, if any, then free the handle.  See
+ * pidlock_slots_free(3). */
+void pidlock_slots_free(struct pidlock_slots *slots);
+/* Take a free slot: timeout_ms 0 tries each slot once, > 0 waits that
+ * long, < 0 waits without a limit.  Returns the slot number (0 to
+ * n - 1).  See pidlock_slots_acquire(3). */
+int pidlock_slots_acquire(struct pidlock_slots *slots, int timeout_ms);
+/* Release the slot held.  See pidlock_slots_release(3). */
+int pidlock_slots_release(struct pidlock_slots *slots);
+/* The number of the slot held, or -ENOLCK.  See pidlock_slots_slot(3). */
+int pidlock_slots_slot(const struct pidlock_slots *slots);
+/* The lock handle of slot `slot`, for the pidlock_set_*() settings and,
+ * while it is held, pidlock_fd(), pidlock_refresh(), pidlock_verify();
+ * NULL if out of range.  See pidlock_slots_lock(3). */
+struct pidlock *pidlock_slots_lock(struct pidlock_slots *slots,
+				   unsigned int slot);
+/* ---- end of semaphores ----------------------------------------------- */
+
 /* ---- Daemons and pidfile(3) --------------------------------------------
  * <pidlock-pidfile.h> maps the pidfile_* names to the pidlock_pidfile_*
  * functions below. */

@@ -3,7 +3,8 @@
  * pidlock(1): what the files of the tool share.  One file a mode, and
  * the calls between files go one way only, never in a circle:
  * main -> options, run, status, list, remove, fd; remove, fd -> run
- * (taking the lock); run, list -> status (describing a holder, JSON); all -> util;
+ * (taking the lock); run -> slots (taking one of N slots); run, list ->
+ * status (describing a holder, JSON); all -> util;
  * util -> none.
  */
 #ifndef PIDLOCK_CLI_H
@@ -43,6 +44,7 @@ struct opts {
 	bool json;
 	unsigned int mode_bits;	/* --mode */
 	bool mode_set;
+	unsigned int slots;	/* --slots N: a semaphore of N slots; 0 none */
 	char **files;		/* operands of --status, --list, --remove */
 	int nfiles;
 	const char *lockfile;	/* run mode */
@@ -65,6 +67,10 @@ void format_kinds(unsigned int kinds, char *buf, size_t size);
 void describe_holder(const char *path, const struct pidlock_info *info,
 		     char *buf, size_t size);
 void json_info(const char *path, const struct pidlock_info *info, int error);
+
+/* slots.c */
+int slots_acquire(const struct opts *o, struct pidlock_slots **setp,
+		  struct pidlock **lockp);
 
 /* list.c */
 int cmd_list(const struct opts *o);
@@ -112,6 +118,8 @@ int check_parent(const char *path);
 int open_std_fds(void);
 unsigned int stale_or_default(const struct opts *o);
 int make_lock(const struct opts *o, const char *path, struct pidlock **lockp);
+unsigned int lock_flags(const struct opts *o);
+int configure_lock(const struct opts *o, struct pidlock *lock);
 int finish_stdout(void);
 
 #endif

@@ -34,6 +34,7 @@ enum {
 	OPT_REMOVE,
 	OPT_MODE,
 	OPT_UNLOCK,
+	OPT_SLOTS,
 };
 
 /* Modes an option is allowed in, as bits. */
@@ -90,12 +91,15 @@ struct optdef {
 "     --stale SECONDS          stale timeout for spec-only holders (default %u)\n" \
 " -o, --close                  do not pass the lock descriptor to the command\n" \
 "     --exec                   run the command in place of pidlock, no fork\n" \
+"     --slots N                a semaphore: hold one of N slots, LOCKFILE.0 to\n" \
+"                              LOCKFILE.N-1; PIDLOCK_SLOT tells the command which\n" \
 " -v, --verbose                tell when waiting, for whom, and when locked\n" \
 "\n" \
 "Inspecting and cleaning up:\n" \
 "     --status                 show the state of each LOCKFILE, never lock it\n" \
 "     --list                   show the lock files in DIRECTORY\n" \
 "     --json                   with --status or --list: print JSON\n" \
+"     --slots N                with --status: show each of the N slots\n" \
 "     --remove                 delete each LOCKFILE if nobody holds it\n" \
 "\n" \
 "Locking a descriptor the shell opened (exec 9<>FILE), as flock(1) FD:\n" \
@@ -250,6 +254,17 @@ static int set_file_mode(struct opts *o, const char *arg)
 	return 0;
 }
 
+static int set_slots(struct opts *o, const char *arg)
+{
+	unsigned long v;
+
+	if (parse_uint(arg, PIDLOCK_SLOTS_MAX, &v) < 0 || v == 0)
+		return usage_error("invalid number of slots '%s' (1 to %u)", arg,
+				   PIDLOCK_SLOTS_MAX);
+	o->slots = (unsigned int)v;
+	return 0;
+}
+
 static int show_help(struct opts *o, const char *arg)
 {
 	(void)o;
@@ -315,6 +330,8 @@ static const struct optdef options[] = {
 	MODE("remove", OPT_REMOVE, MODE_REMOVE),
 	MODE("unlock", 'u', MODE_UNLOCK),
 	CALL("mode", OPT_MODE, required_argument, set_file_mode, M_RUN),
+	CALL("slots", OPT_SLOTS, required_argument, set_slots,
+	     M_RUN | M_STATUS),
 	CALL(NULL, 'c', no_argument, misplaced_c, 0),
 };
 

@@ -337,20 +337,30 @@ static int run_child(const struct opts *o, struct pidlock *lock)
 
 /* ---- --exec ------------------------------------------------------- */
 
+/* A slot's lock belongs to its set: freeing the set releases it. */
+static void free_lock(struct pidlock *lock, struct pidlock_slots *set)
+{
+	if (set)
+		pidlock_slots_free(set);
+	else
+		pidlock_free(lock);
+}
+
 /*
  * --exec: become the command.  The file names our pid, which is now the
  * command's; the kernel locks last as long as it does, and the file it
  * leaves behind (marked release=exit, see make_lock) reads as free and
  * is taken over by the next locker.
  */
-static int exec_locked(const struct opts *o, struct pidlock *lock)
+static int exec_locked(const struct opts *o, struct pidlock *lock,
+		       struct pidlock_slots *set)
 {
 	int fd = pidlock_fd(lock);
 	int err;
 
 	if (fcntl(fd, F_SETFD, 0) < 0) {
 		err = errno;
-		pidlock_free(lock);
+		free_lock(lock, set);
 		return fail_path(o->lockfile, err);
 	}
 	(void)fflush(NULL);	/* as in run_child() */
@@ -358,27 +368,48 @@ static int exec_locked(const struct opts *o, struct pidlock *lock)
 	err = errno;
 	/* Nothing ran under the lock: give it back, file and all. */
 	(void)pidlock_release(lock);
-	pidlock_free(lock);
+	free_lock(lock, set);
 	return exec_failed(o->cmd[0], err);
+}
+
+/* The lock, or with --slots one slot of the set: 0 held, 1 busy (said
+ * unless -q), -errno. */
+static int take_lock(const struct opts *o, struct pidlock **lockp,
+		     struct pidlock_slots **setp)
+{
+	int r;
+
+	*setp = NULL;
+	if (o->slots) {
+		r = slots_acquire(o, setp, lockp);
+		if (r < 0 && *setp) {
+			pidlock_slots_free(*setp);
+			*setp = NULL;
+		}
+		return r;
+	}
+	r = make_lock(o, o->lockfile, lockp);
+	if (r < 0)
+		return r;
+	r = acquire_lock(o, *lockp, o->timeout_ms, "lock is busy");
+	if (r != 0)
+		pidlock_free(*lockp);
+	return r;
 }
 
 int cmd_run(const struct opts *o)
 {
+	struct pidlock_slots *set;
 	struct pidlock *lock;
-	int r = make_lock(o, o->lockfile, &lock);
+	int r = take_lock(o, &lock, &set);
 
 	if (r < 0)
 		return fail_path(o->lockfile, -r);
-	r = acquire_lock(o, lock, o->timeout_ms, "lock is busy");
-	if (r != 0) {
-		pidlock_free(lock);
-		if (r < 0)
-			return fail_path(o->lockfile, -r);
+	if (r > 0)
 		return o->quiet ? 0 : o->conflict_code;
-	}
 	if (o->exec)
-		return exec_locked(o, lock);
+		return exec_locked(o, lock, set);
 	r = run_child(o, lock);
-	pidlock_free(lock);
+	free_lock(lock, set);
 	return r;
 }

@@ -9,6 +9,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -531,27 +533,150 @@ static int inspect_one(const struct opts *o, const char *path,
 	return status_exit(info);
 }
 
+/* One lock file, as text or as a JSON object; returns its exit status.
+ * *held says whether somebody holds it. */
+static int show_one(const struct opts *o, const char *path, bool *first,
+		    bool *held)
+{
+	struct pidlock_info info;
+	int error;
+	int code = inspect_one(o, path, &info, &error);
+
+	*held = !error && (info.state == PIDLOCK_STATE_HELD ||
+			   info.state == PIDLOCK_STATE_HELD_SPEC);
+	if (error)
+		warn_path(path, error);
+	if (o->json) {
+		out(stdout, *first ? "\n  " : ",\n  ");
+		json_info(path, &info, error);
+	} else if (!error) {
+		print_text(path, &info);
+	}
+	*first = false;
+	return code;
+}
+
+/* ---- semaphores: the slot files PATH.0, PATH.1, ... -------------- */
+
+/* k if name is "BASE.k" (k in plain decimal, below PIDLOCK_SLOTS_MAX),
+ * else -1. */
+static long slot_number(const char *name, const char *base)
+{
+	size_t len = strlen(base);
+	const char *p = name + len;
+	char *end;
+	unsigned long k;
+
+	if (strncmp(name, base, len) != 0 || p[0] != '.' || p[1] < '0' ||
+	    p[1] > '9' || (p[1] == '0' && p[2]))
+		return -1;
+	errno = 0;
+	k = strtoul(p + 1, &end, 10);
+	return errno || *end || k >= PIDLOCK_SLOTS_MAX ? -1 : (long)k;
+}
+
+/* Which slot files of path exist: found[k] for each; how many. */
+static unsigned int find_slots(const char *path, bool *found)
+{
+	char *copy = strdup(path);
+	const char *base = strrchr(path, '/');
+	unsigned int count = 0;
+	struct dirent *de;
+	DIR *d;
+
+	base = base ? base + 1 : path;
+	d = copy ? opendir(dirname(copy)) : NULL;
+	free(copy);
+	if (!d)
+		return 0;	/* the path's own status says why */
+	while ((de = readdir(d)) != NULL) {
+		long k = slot_number(de->d_name, base);
+
+		if (k >= 0 && !found[k]) {
+			found[k] = true;
+			count++;
+		}
+	}
+	(void)closedir(d);	/* read-only, as above */
+	return count;
+}
+
+static void slot_path(const char *path, unsigned int k, char *buf,
+		      size_t size)
+{
+	text_set(buf, size, "%s.%u", path, k);
+}
+
+/*
+ * --status --slots N PATH: every slot, held or not.  Exit status 1 when
+ * all N are held (an acquire would wait), 0 when one is not, or the
+ * worst error of a slot.
+ */
+static int show_slots(const struct opts *o, const char *path, bool *first)
+{
+	char name[PATH_MAX + 16];
+	unsigned int nheld = 0;
+	int worst = 0;
+
+	for (unsigned int k = 0; k < o->slots; k++) {
+		bool held;
+		int code;
+
+		slot_path(path, k, name, sizeof(name));
+		code = show_one(o, name, first, &held);
+		nheld += held;
+		if (code > STATUS_LEFT && code > worst)
+			worst = code;
+	}
+	if (!o->json) {
+		print_clean(stdout, path);
+		out(stdout, ": semaphore, %u of %u slots held\n", nheld,
+		    o->slots);
+	}
+	if (worst)
+		return worst;
+	return nheld == o->slots ? STATUS_HELD : STATUS_FREE;
+}
+
+/* Without --slots: slot files found beside path are shown after it
+ * (their number is not known, so they do not change the exit status). */
+static void show_found_slots(const struct opts *o, const char *path,
+			     bool *first)
+{
+	bool found[PIDLOCK_SLOTS_MAX] = { false };
+	char name[PATH_MAX + 16];
+
+	if (find_slots(path, found) == 0)
+		return;
+	for (unsigned int k = 0; k < PIDLOCK_SLOTS_MAX; k++) {
+		bool held;
+
+		if (!found[k])
+			continue;
+		slot_path(path, k, name, sizeof(name));
+		(void)show_one(o, name, first, &held);
+	}
+}
+
 int cmd_status(const struct opts *o)
 {
+	bool first = true;
 	int worst = 0;
 
 	if (o->json)
 		out(stdout, "{\"locks\": [");
 	for (int i = 0; i < o->nfiles; i++) {
-		struct pidlock_info info;
-		int error;
-		int code = inspect_one(o, o->files[i], &info, &error);
+		bool held;
+		int code;
 
+		if (o->slots) {
+			code = show_slots(o, o->files[i], &first);
+		} else {
+			code = show_one(o, o->files[i], &first, &held);
+			show_found_slots(o, o->files[i], &first);
+		}
 		if (code > worst)
 			worst = code;
-		if (error)
-			warn_path(o->files[i], error);
-		if (o->json) {
-			out(stdout, i ? ",\n  " : "\n  ");
-			json_info(o->files[i], &info, error);
-		} else if (!error) {
-			print_text(o->files[i], &info);
-		}
 	}
 	if (o->json)
 		out(stdout, "\n]}\n");

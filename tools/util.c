@@ -230,7 +230,7 @@ unsigned int stale_or_default(const struct opts *o)
 }
 
 /* The settings the options give a lock; -errno on the first refused. */
-static int configure_lock(const struct opts *o, struct pidlock *lock)
+int configure_lock(const struct opts *o, struct pidlock *lock)
 {
 	int r = pidlock_set_stale_timeout(lock, stale_or_default(o));
 
@@ -241,13 +241,17 @@ static int configure_lock(const struct opts *o, struct pidlock *lock)
 	return r;
 }
 
+/* With --exec the command's exit is its release: its leftover file
+ * must read as free, not as a crash. */
+unsigned int lock_flags(const struct opts *o)
+{
+	return o->flags | (o->exec ? PIDLOCK_EXIT_RELEASES : 0);
+}
+
 int make_lock(const struct opts *o, const char *path, struct pidlock **lockp)
 {
 	struct pidlock *lock;
-	/* With --exec the command's exit is its release: its leftover file
-	 * must read as free, not as a crash. */
-	unsigned int flags = o->flags | (o->exec ? PIDLOCK_EXIT_RELEASES : 0);
-	int r = pidlock_new(&lock, path, flags);
+	int r = pidlock_new(&lock, path, lock_flags(o));
 
 	if (r < 0)
 		return r;
