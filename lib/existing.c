@@ -256,7 +256,8 @@ static int takeover(struct pidlock *lock, int fd, const struct stat *st,
 }
 
 /* Rule A's test: a locker of a kind we did not take (another flag set,
- * or the other peer family) may still hold the file. */
+ * or the other peer family) may still hold the file.  A shared acquirer
+ * is kept out only by a writer: readers share with it. */
 static int others_hold(struct pidlock *lock, int fd, const struct content *c,
 		       const struct stat *st)
 {
@@ -265,7 +266,8 @@ static int others_hold(struct pidlock *lock, int fd, const struct content *c,
 
 	if (!others)
 		return 0;
-	r = klock_test(fd, others, &busy);
+	r = lock->shared ? klock_test_exclusive(fd, others, &busy)
+			 : klock_test(fd, others, &busy);
 	if (r < 0)
 		return r;
 	if (!busy)
@@ -328,7 +330,8 @@ static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
 	if (r == 0)
 		r = check_owner(lock, &st);
 	if (r == 0)
-		r = klock_take(fd, lock->kinds, deadline == -1, busy);
+		r = klock_take_mode(fd, lock->kinds, lock->shared,
+				    deadline == -1, busy);
 	if (r < 0)
 		return r;
 	/* The inode check: a holder may have unlinked or replaced the file
