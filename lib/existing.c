@@ -329,6 +329,12 @@ static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
 	r = handle_check_type(st.st_mode);
 	if (r == 0)
 		r = check_owner(lock, &st);
+	/* Writers first: a shared acquirer waits while an exclusive one
+	 * waits in the kernel (doc/protocol.md, "Shared locks"). */
+	if (r == 0 && lock->shared && klock_writer_waits(st.st_dev, st.st_ino)) {
+		*busy = lock->kinds;
+		r = -EWOULDBLOCK;
+	}
 	if (r == 0)
 		r = klock_take_mode(fd, lock->kinds, lock->shared,
 				    deadline == -1, busy);

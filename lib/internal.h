@@ -122,6 +122,7 @@ int klock_take_mode(int fd, unsigned int kinds, bool shared, bool wait,
 int klock_try_exclusive(int fd, unsigned int kinds);
 int klock_test_exclusive(int fd, unsigned int kinds, unsigned int *held);
 bool klock_shared_excludes(int fd, unsigned int kinds);
+bool klock_writer_waits(dev_t dev, ino_t ino);
 #define KLOCK_PIDS_MAX 64
 struct klock_holders {
 	unsigned int kinds;	/* PIDLOCK_KIND_* listed */

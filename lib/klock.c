@@ -276,6 +276,35 @@ int klock_holders(dev_t dev, ino_t ino, bool any_dev, struct klock_holders *h)
 }
 
 /*
+ * Does a writer wait in the kernel for a lock on dev/ino?  /proc/locks
+ * lists blocked requests as "3: -> FLOCK  ADVISORY  WRITE 4359 ...",
+ * after the lock they wait for.  A shared acquirer that sees one backs
+ * off, so that a steady stream of readers cannot keep it out for good.
+ */
+bool klock_writer_waits(dev_t dev, ino_t ino)
+{
+	char line[256];
+	FILE *f = fopen("/proc/locks", "re");
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char access[16];
+		unsigned int maj, min;
+		unsigned long long lino;
+
+		found = sscanf(line, "%*d: -> %*s %*s %15s %*d %x:%x:%llu",
+			       access, &maj, &min, &lino) == 4 &&
+			strcmp(access, "WRITE") == 0 &&
+			lino == (unsigned long long)ino && maj == major(dev) &&
+			min == minor(dev);
+	}
+	(void)fclose(f);	/* read-only: nothing to flush */
+	return found;
+}
+
+/*
  * Is an exclusive flock held on fd's file?  Asked by taking a shared one
  * without waiting and dropping it: for that instant an exclusive try by
  * somebody else would fail, so callers ask only when /proc/locks cannot
