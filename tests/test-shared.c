@@ -40,6 +40,30 @@ static long record_pid(const char *path)
 	return s ? strtol(s + 4, NULL, 10) : 0;
 }
 
+/* tu_hold() with a bounded wait: a reader that is wrongly kept out
+ * fails the test in seconds instead of hanging it. */
+static int hold_fn(struct tu_child *c, void *arg)
+{
+	struct pidlock *l = arg;
+	int r = pidlock_acquire(l, 5000);
+
+	tu_signal(c, r == 0 ? 'L' : 'F');
+	if (r == 0)
+		r = tu_wait_parent(c) != 'R' ? 3 : pidlock_release(l) == 0 ? 0 : 4;
+	pidlock_free(l);
+	return r == 0 ? 0 : 2;
+}
+
+static void hold(struct tu_child *c, const char *path, unsigned int flags)
+{
+	struct pidlock *l = tu_new(path, flags);
+
+	tu_spawn(c, hold_fn, l);
+	pidlock_free(l);	/* never acquired here: frees memory only */
+	ck_assert_msg(tu_wait_signal(c) == 'L', "a holder (flags %#x) was "
+		      "refused the lock", flags);
+}
+
 static void assert_try(const char *path, unsigned int flags, int expect,
 		       const char *what)
 {
@@ -61,8 +85,8 @@ TU_LOCK_TEST(shared_holders_coexist, SH)
 	struct tu_child a, b;
 	struct pidlock_info info;
 
-	tu_hold(&a, p, SH);
-	tu_hold(&b, p, SH);
+	hold(&a, p, SH);
+	hold(&b, p, SH);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_eq(pidlock_verify(l), 0);
 	assert_try(p, 0, -EWOULDBLOCK, "exclusive among readers");
@@ -95,7 +119,7 @@ TU_LOCK_TEST(exclusive_excludes_shared, 0)
 	ck_assert_uint_eq(info.shared, 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	/* And a reader keeps the writer out, whichever kinds it took. */
-	tu_hold(&c, p, SH | PIDLOCK_FLOCK_ONLY);
+	hold(&c, p, SH | PIDLOCK_FLOCK_ONLY);
 	assert_try(p, 0, -EWOULDBLOCK, "writer under a flock-only reader");
 	assert_try(p, PIDLOCK_OFD_ONLY, -EWOULDBLOCK,
 		   "ofd-only writer under a flock-only reader");
@@ -133,8 +157,8 @@ TU_LOCK_TEST(last_holder_out_unlinks, SH)
 {
 	struct tu_child a, b;
 
-	tu_hold(&a, p, SH);
-	tu_hold(&b, p, SH);
+	hold(&a, p, SH);
+	hold(&b, p, SH);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_msg(tu_exists(p), "first of three out removed the file");
@@ -156,7 +180,7 @@ TU_LOCK_TEST(leaver_names_a_staying_holder, SH)
 	struct tu_child a;
 	size_t len;
 
-	tu_hold(&a, p, SH);
+	hold(&a, p, SH);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_eq(record_pid(p), getpid());
 	ck_assert_int_eq(pidlock_release(l), 0);
@@ -180,21 +204,21 @@ TU_LOCK_TEST(killed_holder_survivor_unlinks, SH)
 	struct tu_child a, b;
 
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	tu_hold(&a, p, SH);
+	hold(&a, p, SH);
 	ck_assert_int_eq(record_pid(p), a.pid);
 	tu_kill(&a);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_msg(!tu_exists(p), "the survivor left the file");
 
-	tu_hold(&a, p, SH);
-	tu_hold(&b, p, SH);
+	hold(&a, p, SH);
+	hold(&b, p, SH);
 	tu_kill(&a);
 	tu_kill(&b);
 	ck_assert(tu_exists(p));
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert(!tu_exists(p));
-	tu_hold(&a, p, SH);
+	hold(&a, p, SH);
 	tu_kill(&a);
 	assert_try(p, 0, 0, "exclusive after a killed reader");
 }
@@ -208,7 +232,7 @@ static int leave_together(struct tu_child *c, void *arg)
 {
 	struct pidlock *l = tu_new(arg, SH);
 
-	TU_CHILD_CHECK(pidlock_acquire(l, -1) == 0);
+	TU_CHILD_CHECK(pidlock_acquire(l, 5000) == 0);
 	tu_signal(c, 'L');
 	TU_CHILD_CHECK(tu_wait_parent(c) == 'R');
 	TU_CHILD_CHECK(pidlock_release(l) == 0);
@@ -389,7 +413,7 @@ TU_LOCK_TEST(spec_peer_sees_shared_held, SH)
 	struct tu_child a;
 	long pid;
 
-	tu_hold(&a, p, SH);
+	hold(&a, p, SH);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_int_eq(open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644),
@@ -416,7 +440,7 @@ TU_LOCK_TEST(last_out_keeps_kept_file, SH | PIDLOCK_KEEP_FILE)
 	struct tu_child a;
 	ino_t ino;
 
-	tu_hold(&a, p, SH | PIDLOCK_KEEP_FILE);
+	hold(&a, p, SH | PIDLOCK_KEEP_FILE);
 	ino = tu_ino(p);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
@@ -490,8 +514,8 @@ TU_LOCK_TEST(holder_reports_shared, 0)
 	struct tu_child a, b;
 	struct pidlock_info info;
 
-	tu_hold(&a, p, SH);
-	tu_hold(&b, p, SH);
+	hold(&a, p, SH);
+	hold(&b, p, SH);
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	ck_assert_int_eq(pidlock_holder(l, &info), 0);
 	ck_assert_uint_eq(info.shared, 1);
