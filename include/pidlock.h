@@ -39,6 +39,10 @@ enum {
 	 * execs): a file left with no kernel lock reads as free, not
 	 * abandoned. Since 1.1.0. */
 	PIDLOCK_EXIT_RELEASES = 1U << 5,
+	/** A shared (read) lock: shared holders hold it together, and an
+	 * exclusive holder excludes them (flock(2) LOCK_SH and an OFD read
+	 * lock); the last one out removes the file.  Since 1.2.0. */
+	PIDLOCK_SHARED = 1U << 6,
 };
 
 /* Kernel lock kinds, as reported in struct pidlock_info. */
@@ -110,8 +114,16 @@ struct pidlock_info {
 	int error;
 	/** Content of the tag= line, cleaned of control characters. */
 	char tag[PIDLOCK_TAG_MAX + 1];
+	/** 1 if the lock is held shared: the kernel lists a read lock on
+	 * the file, or, with none listed, the record says shared=1.  Since
+	 * 1.2.0 (zero before). */
+	uint32_t shared;
+	/** How many holders the kernel lists, at least: the larger of its
+	 * flock(2) rows and its fcntl(2) rows for the file (a libpidlock
+	 * holder has one of each).  Since 1.2.0 (zero before). */
+	uint32_t holders;
 	/** Reserved for later versions; zero. */
-	uint32_t reserved[8];
+	uint32_t reserved[6];
 };
 
 /* Make a handle for the lock at path, with PIDLOCK_* flags; it holds

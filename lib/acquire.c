@@ -53,6 +53,9 @@ static bool ofd_excludes(int fd)
 
 static bool locks_exclude(const struct pidlock *lock, int fd)
 {
+	/* Our read locks let other readers in: ask for a writer's. */
+	if (lock->shared)
+		return klock_shared_excludes(fd, lock->kinds);
 	if ((lock->kinds & PIDLOCK_KIND_OFD) && !ofd_excludes(fd))
 		return false;
 	return !(lock->kinds & PIDLOCK_KIND_FLOCK) ||

@@ -7,7 +7,7 @@
  * the kernel locks go on it and last as long as the caller keeps it,
  * the record names the pid the caller gives (the shell), and the file is
  * kept, because the caller's descriptor stays open on its inode after the
- * hold (doc/protocol.md, section 4b).  The handle only lends the path and
+ * hold (doc/protocol.md, section 4c).  The handle only lends the path and
  * the settings: it holds nothing afterwards.
  */
 #include "config.h"
@@ -168,6 +168,10 @@ PIDLOCK_EXPORT int pidlock_lock_fd(struct pidlock *lock, int fd, pid_t pid,
 	int r = check_args(lock, fd);
 
 	if (r == 0 && (pid < 0 || pid >= FD_PID_LIMIT))
+		r = -EINVAL;
+	/* One description holds one lock: a shared hold has many holders,
+	 * whose last one out unlinks, which a caller's kept file forbids. */
+	if (r == 0 && lock->shared)
 		r = -EINVAL;
 	if (r == 0 && lock->fd >= 0)
 		r = -EALREADY;

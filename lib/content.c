@@ -53,6 +53,8 @@ static char *put_marker(char *p, unsigned int kinds, unsigned int opts)
 		p = put_str(p, "keep=1\n");
 	if (opts & FMT_EXIT_RELEASES)
 		p = put_str(p, "release=exit\n");
+	if (opts & FMT_SHARED)
+		p = put_str(p, "shared=1\n");
 	return p;
 }
 
@@ -61,7 +63,8 @@ size_t content_format(char *buf, size_t size, pid_t pid, int64_t now,
 {
 	char *p = buf;
 
-	/* Worst case: 2 pids, a timestamp, a full tag, keys: fits the buffer. */
+	/* Worst case: 2 pids, a timestamp, a full tag, keys: 364 bytes, which
+	 * fits the buffer (and SHARED_RECORD_LEN). */
 	if (size < CONTENT_BUF_MAX)
 		return 0;
 	if (opts & FMT_PLAIN_PID) {
@@ -210,6 +213,8 @@ static void parse_line(const char *s, const char *end, bool first, bool cut,
 		c->released = true;
 	} else if (token_is(s, eq, "release")) {
 		c->exit_releases = token_is(eq + 1, end, "exit");
+	} else if (token_is(s, eq, "shared")) {
+		c->shared = token_is(eq + 1, end, "1");
 	}
 }
 
@@ -261,7 +266,7 @@ static const struct {
 } known_keys[] = {
 	{ "pid", KEY_NUM }, { "timestamp", KEY_NUM }, { "released", KEY_NUM },
 	{ "tag", KEY_TEXT }, { "lock", KEY_TEXT }, { "keep", KEY_TEXT },
-	{ "release", KEY_TEXT },
+	{ "release", KEY_TEXT }, { "shared", KEY_TEXT },
 };
 
 static int known_key(const char *s, const char *end)
@@ -376,7 +381,7 @@ static bool value_ok(const char *key, const char *eq, const char *v,
 			g->has_lock = true;
 		return true;
 	}
-	if (token_is(key, eq, "keep"))
+	if (token_is(key, eq, "keep") || token_is(key, eq, "shared"))
 		return all_digits(v, end) && (cut || v < end);
 	if (token_is(key, eq, "release"))
 		return word_ok(v, end);

@@ -173,7 +173,9 @@ static int prepare(struct pidlock *lock, int fd, pid_t pid, bool take_locks)
 		return r;
 	/* Nobody else follows our protocol on this file yet, so this is
 	 * not refused for contention (a leftover scan backs off from it). */
-	r = take_locks ? klock_take(fd, lock->kinds, false, &busy) : 0;
+	r = take_locks ? klock_take_mode(fd, lock->kinds, lock->shared, false,
+					 &busy)
+		       : 0;
 	if (r < 0)
 		return r == -EWOULDBLOCK ? -EAGAIN : r;
 	if (fstat(fd, &st) < 0)
@@ -254,7 +256,7 @@ static int create_in_place(struct pidlock *lock)
 
 	if (fd < 0)
 		return -errno;
-	r = klock_take(fd, lock->kinds, false, &busy);
+	r = klock_take_mode(fd, lock->kinds, lock->shared, false, &busy);
 	if (r == -EWOULDBLOCK) {
 		io_close_keep_errno(fd);
 		return -EEXIST;

@@ -277,7 +277,8 @@ static int takeover(struct pidlock *lock, int fd, const struct stat *st,
 }
 
 /* Rule A's test: a locker of a kind we did not take (another flag set,
- * or the other peer family) may still hold the file. */
+ * or the other peer family) may still hold the file.  A shared acquirer
+ * is kept out only by a writer: readers share with it. */
 static int others_hold(struct pidlock *lock, int fd, const struct content *c,
 		       const struct stat *st)
 {
@@ -286,7 +287,8 @@ static int others_hold(struct pidlock *lock, int fd, const struct content *c,
 
 	if (!others)
 		return 0;
-	r = klock_test(fd, others, &busy);
+	r = lock->shared ? klock_test_exclusive(fd, others, &busy)
+			 : klock_test(fd, others, &busy);
 	if (r < 0)
 		return r;
 	if (!busy)
@@ -348,8 +350,15 @@ static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
 	r = handle_check_type(st->st_mode);
 	if (r == 0)
 		r = check_owner(lock, st);
+	/* Writers first: a shared acquirer waits while an exclusive one
+	 * waits in the kernel (doc/protocol.md, "Shared locks"). */
+	if (r == 0 && lock->shared && klock_writer_waits(st->st_dev, st->st_ino)) {
+		*busy = lock->kinds;
+		r = -EWOULDBLOCK;
+	}
 	if (r == 0)
-		r = klock_take(fd, lock->kinds, deadline == -1, busy);
+		r = klock_take_mode(fd, lock->kinds, lock->shared,
+				    deadline == -1, busy);
 	if (r < 0)
 		return r;
 	/* The inode check: a holder may have unlinked or replaced the file

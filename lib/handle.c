@@ -15,7 +15,7 @@
  * sign conversion */
 #define ALL_FLAGS ((unsigned int)(KIND_FLAGS | PIDLOCK_NO_SYNC | \
 				  PIDLOCK_PLAIN_PID | PIDLOCK_KEEP_FILE | \
-				  PIDLOCK_EXIT_RELEASES))
+				  PIDLOCK_EXIT_RELEASES | PIDLOCK_SHARED))
 
 /* The path must name a file in a directory: not "", not "dir/", not
  * "." or "..", and it must fit PATH_MAX with its temp-file siblings. */
@@ -110,6 +110,7 @@ PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
 	lock->base = strrchr(lock->path, '/');
 	lock->base = lock->base ? lock->base + 1 : lock->path;
 	lock->flags = flags;
+	lock->shared = flags & PIDLOCK_SHARED;
 	lock->kinds = flags & PIDLOCK_FLOCK_ONLY ? PIDLOCK_KIND_FLOCK
 		    : flags & PIDLOCK_OFD_ONLY ? PIDLOCK_KIND_OFD : KINDS_ALL;
 	lock->mode = PIDLOCK_DEFAULT_MODE;

@@ -85,45 +85,70 @@ static int free_or_missing_dir(const char *path)
 
 /*
  * The kernel's own answer first: F_OFD_GETLK sees OFD and POSIX locks
- * on the file itself, whatever its device numbers.  /proc/locks adds
- * flock holders and who holds what.  Where it cannot place the file
+ * on the file itself, whatever its device numbers, and says whether
+ * the lock it found is a read lock.  /proc/locks adds flock holders,
+ * who holds what, and how many.  Where it cannot place the file
  * (unreadable, or btrfs's devices), a flock probe decides.
  */
-static unsigned int kernel_locks(int fd, const struct stat *st, pid_t *kpid)
+struct kernel_view {
+	unsigned int kinds;
+	pid_t pid;
+	bool shared;
+	unsigned int holders;
+};
+
+static void query_ofd(int fd, struct kernel_view *kv)
 {
-	bool elsewhere = false;
-	unsigned int k = 0;
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+	if (fcntl(fd, F_OFD_GETLK, &fl) < 0 || fl.l_type == F_UNLCK)
+		return;
+	kv->kinds |= PIDLOCK_KIND_OFD;
+	kv->shared |= fl.l_type == F_RDLCK;
+	if (fl.l_pid > 0 && !kv->pid)
+		kv->pid = fl.l_pid;
+}
+
+static void kernel_locks(int fd, const struct stat *st, struct kernel_view *kv)
+{
+	struct klock_holders h;
 	int r;
 
-	if (fd >= 0) {
-		r = klock_query_ofd(fd, kpid);
-		if (r > 0)
-			k |= (unsigned int)r;
+	memset(kv, 0, sizeof(*kv));
+	if (fd >= 0)
+		query_ofd(fd, kv);
+	r = klock_holders(st->st_dev, st->st_ino, false, &h);
+	if (r == 0 && !h.kinds && h.elsewhere && kv->kinds)
+		r = klock_holders(st->st_dev, st->st_ino, true, &h);
+	if (r == 0) {
+		kv->kinds |= h.kinds;
+		kv->shared |= h.shared;
+		kv->holders = h.flock_rows > h.ofd_rows ? h.flock_rows
+							: h.ofd_rows;
+		if (!kv->pid && h.npids)
+			kv->pid = h.pids[0];
 	}
-	r = klock_proc(st->st_dev, st->st_ino, kpid, &elsewhere, false);
-	if (r > 0)
-		k |= (unsigned int)r;
-	if (fd >= 0 && !(k & PIDLOCK_KIND_FLOCK) && (r < 0 || elsewhere) &&
-	    klock_probe_flock(fd) > 0)
-		k |= PIDLOCK_KIND_FLOCK;
-	/* The kernel says it is held, /proc/locks lists it under another
-	 * device: name the holder from there. */
-	if (k && !*kpid && elsewhere)
-		(void)klock_proc(st->st_dev, st->st_ino, kpid, NULL, true);
-	return k;
+	if (fd >= 0 && !(kv->kinds & PIDLOCK_KIND_FLOCK) &&
+	    (r < 0 || h.elsewhere) && klock_probe_flock(fd) > 0)
+		kv->kinds |= PIDLOCK_KIND_FLOCK;
+	if (kv->kinds && !kv->holders)
+		kv->holders = 1;
 }
 
 static int unreadable(struct pidlock_info *info, const struct stat *st,
 		      int error)
 {
 	struct content none;
-	pid_t kpid = 0;
-	unsigned int k = kernel_locks(-1, st, &kpid);
+	struct kernel_view kv;
 
+	kernel_locks(-1, st, &kv);
 	memset(&none, 0, sizeof(none));
-	inspect_fill_info(info, k ? PIDLOCK_STATE_HELD
-				  : PIDLOCK_STATE_UNREADABLE, k, &none, st);
-	info->kernel_pid = kpid;
+	inspect_fill_info(info, kv.kinds ? PIDLOCK_STATE_HELD
+					 : PIDLOCK_STATE_UNREADABLE, kv.kinds,
+			  &none, st);
+	info->kernel_pid = kv.pid;
+	info->shared = kv.shared;
+	info->holders = kv.holders;
 	info->error = error;
 	return 0;
 }
@@ -134,9 +159,8 @@ static int inspect(const char *path, struct pidlock_info *info,
 	char buf[CONTENT_READ_MAX];
 	enum pidlock_state state;
 	struct content c;
+	struct kernel_view kv;
 	struct stat st;
-	pid_t kpid = 0;
-	unsigned int k;
 	ssize_t n;
 	int fd, r;
 
@@ -171,16 +195,20 @@ static int inspect(const char *path, struct pidlock_info *info,
 		io_close_keep_errno(fd);
 		return unreadable(info, &st, (int)-n);
 	}
-	k = kernel_locks(fd, &st, &kpid);
+	kernel_locks(fd, &st, &kv);
 	io_close_keep_errno(fd);
 	content_parse(buf, (size_t)n, &c);
 	if (!content_is_lock_file(buf, (size_t)n, (int64_t)st.st_size))
 		state = PIDLOCK_STATE_NOT_LOCK_FILE;
 	else
-		state = classify(k, &c, &st, stale_sec ? stale_sec
+		state = classify(kv.kinds, &c, &st, stale_sec ? stale_sec
 						: PIDLOCK_DEFAULT_STALE_SEC);
-	inspect_fill_info(info, state, k, &c, &st);
-	info->kernel_pid = kpid;
+	inspect_fill_info(info, state, kv.kinds, &c, &st);
+	info->kernel_pid = kv.pid;
+	info->holders = kv.holders;
+	/* The kernel's word first; the record's while it shows no lock
+	 * (a spec-only reader of a shared record sees it held). */
+	info->shared = kv.kinds ? kv.shared : c.shared;
 	return 0;
 }
 
@@ -193,9 +221,8 @@ PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
 PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,
 				  struct pidlock_info *info)
 {
-	bool elsewhere = false;
-	pid_t kpid = 0;
-	int k;
+	struct klock_holders h;
+	int r;
 
 	if (!lock || !info)
 		return -EINVAL;
@@ -205,15 +232,17 @@ PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,
 	if (!info->kernel_locks)
 		return 0;
 	/* Only now pay for /proc/locks: the kernel's word on who holds it. */
-	k = klock_proc(lock->holder_dev, lock->holder_ino, &kpid, &elsewhere,
-		       false);
+	r = klock_holders(lock->holder_dev, lock->holder_ino, false, &h);
 	/* Held, as the acquire found; listed under another device (btrfs):
-	 * the row with our inode number names the holder. */
-	if (k <= 0 && elsewhere)
-		k = klock_proc(lock->holder_dev, lock->holder_ino, &kpid, NULL,
-			       true);
-	if (k > 0)
-		info->kernel_pid = kpid;
+	 * the rows with our inode number name the holders. */
+	if (r == 0 && !h.kinds && h.elsewhere)
+		r = klock_holders(lock->holder_dev, lock->holder_ino, true, &h);
+	if (r < 0 || !h.kinds)
+		return 0;
+	if (h.npids)
+		info->kernel_pid = h.pids[0];
+	info->shared = h.shared;
+	info->holders = h.flock_rows > h.ofd_rows ? h.flock_rows : h.ofd_rows;
 	return 0;
 }
 

@@ -56,6 +56,7 @@ struct pidlock {
 	bool keep;		/* release leaves the inode at the path */
 	pid_t fd_pid;		/* pidlock_lock_fd(): the pid its record
 				 * names, and the file is kept; else 0 */
+	bool shared;		/* PIDLOCK_SHARED: read locks, many holders */
 	bool fd_given;		/* pidlock_fd() told the caller the fd */
 	bool *mark_given;	/* &fd_given, for pidlock_fd()'s const handle */
 	int wait_ifd;		/* the wait's inotify, closed after release */
@@ -88,6 +89,7 @@ struct content {
 	bool keep;		/* keep=1: the inode stays at the path for good */
 	bool released;		/* released=: its last holder let it go */
 	bool exit_releases;	/* release=exit: its holder's exit let it go */
+	bool shared;		/* shared=1: held by shared holders */
 	bool empty;		/* nothing but white space */
 	char tag[PIDLOCK_TAG_MAX + 1];
 };
@@ -111,6 +113,10 @@ enum try_result { TRY_HELD_BY_US = 1, TRY_BUSY, TRY_AGAIN };
 /* PID_MAX_LIMIT: pids are below it, so no process has it. */
 #define RELEASED_PID_TEXT "4194304"
 #define FMT_EXIT_RELEASES 4U
+#define FMT_SHARED 8U
+/* Every record a shared holder writes is padded to this length at
+ * least, so that concurrent writers all write the same length. */
+#define SHARED_RECORD_LEN 512
 size_t content_format(char *buf, size_t size, pid_t pid, int64_t now,
 		      const char *tag, unsigned int kinds, unsigned int opts);
 size_t content_format_released(char *buf, size_t size, int64_t now,
@@ -122,10 +128,25 @@ void content_clean_tag(char *dst, size_t size, const char *src, size_t len);
 
 /* klock.c */
 int klock_take(int fd, unsigned int kinds, bool wait, unsigned int *busy);
+int klock_take_mode(int fd, unsigned int kinds, bool shared, bool wait,
+		    unsigned int *busy);
+int klock_try_exclusive(int fd, unsigned int kinds);
+int klock_test_exclusive(int fd, unsigned int kinds, unsigned int *held);
+bool klock_shared_excludes(int fd, unsigned int kinds);
+bool klock_writer_waits(dev_t dev, ino_t ino);
+#define KLOCK_PIDS_MAX 64
+struct klock_holders {
+	unsigned int kinds;	/* PIDLOCK_KIND_* listed */
+	bool shared;		/* a read lock among them */
+	bool elsewhere;		/* the inode number listed on another device */
+	unsigned int flock_rows;
+	unsigned int ofd_rows;
+	unsigned int npids;
+	pid_t pids[KLOCK_PIDS_MAX];	/* pids named, in /proc/locks order */
+};
+int klock_holders(dev_t dev, ino_t ino, bool any_dev, struct klock_holders *h);
 int klock_test(int fd, unsigned int kinds, unsigned int *held);
 int klock_query_ofd(int fd, pid_t *pid);
-int klock_proc(dev_t dev, ino_t ino, pid_t *pid, bool *elsewhere,
-	       bool any_dev);
 int klock_probe_flock(int fd);
 int klock_drop(int fd, unsigned int kinds);
 
@@ -179,6 +200,12 @@ pid_t self_pid(void);
  * the descriptor about to be closed is nobody else's. */
 bool self_close_begin(unsigned long gen);
 void self_close_end(void);
+
+/* shared.c */
+int shared_release(struct pidlock *lock);
+
+/* release.c */
+int release_let_go(struct pidlock *lock);
 
 /* leftover.c */
 void leftover_sweep(const struct pidlock *lock);

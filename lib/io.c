@@ -108,6 +108,8 @@ static unsigned int record_opts(const struct pidlock *lock, bool keep)
 		opts |= FMT_PLAIN_PID;
 	if (lock->flags & PIDLOCK_EXIT_RELEASES)
 		opts |= FMT_EXIT_RELEASES;
+	if (lock->shared)
+		opts |= FMT_SHARED;
 	return opts;
 }
 
@@ -117,6 +119,11 @@ static unsigned int record_opts(const struct pidlock *lock, bool keep)
  * What it wrote is noted in the handle, so that release can tell the
  * record is still ours without reading it back.  The caller passes the
  * pid it already has: getpid(2) is a system call, once per cycle.
+ *
+ * Shared holders write without a lock among themselves: every one of
+ * their writes is one pwrite(2) of max(old length, SHARED_RECORD_LEN)
+ * bytes, and a lock file never shrinks, so two that write at once write
+ * the same length and the later one replaces all of the earlier one.
  */
 int io_write_record(struct pidlock *lock, int fd, pid_t pid, bool keep,
 		    size_t old_len)
@@ -124,9 +131,12 @@ int io_write_record(struct pidlock *lock, int fd, pid_t pid, bool keep,
 	size_t len = content_format(lock->buf, sizeof(lock->buf), pid,
 				    io_now_sec(), lock->tag, lock->kinds,
 				    record_opts(lock, keep));
-	int r = io_write_content(fd, lock->buf, len, old_len,
-				 !(lock->flags & PIDLOCK_NO_SYNC));
+	int r;
 
+	if (lock->shared && old_len < SHARED_RECORD_LEN)
+		old_len = SHARED_RECORD_LEN;
+	r = io_write_content(fd, lock->buf, len, old_len,
+			     !(lock->flags & PIDLOCK_NO_SYNC));
 	if (r < 0)
 		return r;
 	lock->writer = pid;

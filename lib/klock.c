@@ -31,14 +31,17 @@ static void whole_file(struct flock *fl, short type)
 /*
  * Always flock first, then OFD: two libpidlock waiters then never hold
  * one lock each and wait for the other's.  On failure the caller closes
- * the descriptor, which drops whatever was taken.
+ * the descriptor, which drops whatever was taken.  `shared`: LOCK_SH and
+ * an OFD read lock, which other shared holders get too and an exclusive
+ * holder of either family excludes.
  */
-int klock_take(int fd, unsigned int kinds, bool wait, unsigned int *busy)
+int klock_take_mode(int fd, unsigned int kinds, bool shared, bool wait,
+		    unsigned int *busy)
 {
+	int op = (shared ? LOCK_SH : LOCK_EX) | (wait ? 0 : LOCK_NB);
 	struct flock fl;
 
-	if ((kinds & PIDLOCK_KIND_FLOCK) &&
-	    flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) < 0) {
+	if ((kinds & PIDLOCK_KIND_FLOCK) && flock(fd, op) < 0) {
 		if (errno != EWOULDBLOCK)
 			return -errno;
 		*busy = PIDLOCK_KIND_FLOCK;
@@ -46,13 +49,96 @@ int klock_take(int fd, unsigned int kinds, bool wait, unsigned int *busy)
 	}
 	if (!(kinds & PIDLOCK_KIND_OFD))
 		return 0;
-	whole_file(&fl, F_WRLCK);
+	whole_file(&fl, shared ? F_RDLCK : F_WRLCK);
 	if (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0)
 		return 0;
 	if (errno != EAGAIN && errno != EACCES)
 		return -errno;
 	*busy = PIDLOCK_KIND_OFD;
 	return -EWOULDBLOCK;
+}
+
+int klock_take(int fd, unsigned int kinds, bool wait, unsigned int *busy)
+{
+	return klock_take_mode(fd, kinds, false, wait, busy);
+}
+
+/*
+ * Make fd's locks exclusive without waiting, OFD first: a refused OFD
+ * upgrade keeps the read lock, so a shared holder that is not alone
+ * still holds both its locks when this says no.  A flock(2) conversion
+ * is not atomic: a refused LOCK_EX has dropped the LOCK_SH.  Taken in
+ * this order, and dropped in the other (klock_drop), two leavers that
+ * try at once never make each other fail for good (doc/protocol.md,
+ * "Shared locks").  Returns 1 (exclusive), 0 (somebody else holds a
+ * lock) or -errno.
+ */
+int klock_try_exclusive(int fd, unsigned int kinds)
+{
+	struct flock fl;
+
+	if (kinds & PIDLOCK_KIND_OFD) {
+		whole_file(&fl, F_WRLCK);
+		if (fcntl(fd, F_OFD_SETLK, &fl) < 0)
+			return errno == EAGAIN || errno == EACCES ? 0 : -errno;
+	}
+	if ((kinds & PIDLOCK_KIND_FLOCK) && flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK ? 0 : -errno;
+	return 1;
+}
+
+/*
+ * Which of `kinds` (ones a shared holder did not take) does somebody
+ * hold exclusively?  Readers share with us; only a writer keeps a
+ * shared acquirer out.  The OFD query asks with a read lock, which only
+ * a write lock conflicts with; flock is taken shared and dropped.
+ */
+int klock_test_exclusive(int fd, unsigned int kinds, unsigned int *held)
+{
+	struct flock fl;
+
+	*held = 0;
+	if (kinds & PIDLOCK_KIND_OFD) {
+		whole_file(&fl, F_RDLCK);
+		if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
+			return -errno;
+		if (fl.l_type != F_UNLCK)
+			*held |= PIDLOCK_KIND_OFD;
+	}
+	if (kinds & PIDLOCK_KIND_FLOCK) {
+		if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+			if (flock(fd, LOCK_UN) < 0)
+				return -errno;
+		} else if (errno == EWOULDBLOCK) {
+			*held |= PIDLOCK_KIND_FLOCK;
+		} else {
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The file system check of a shared holder (acquire.c): does a second
+ * open file description see our read locks?  A writer must be refused.
+ * fd may be read-only, where only a query can ask for the OFD lock.
+ */
+bool klock_shared_excludes(int fd, unsigned int kinds)
+{
+	struct flock fl;
+
+	if (kinds & PIDLOCK_KIND_OFD) {
+		whole_file(&fl, F_WRLCK);
+		if (fcntl(fd, F_OFD_GETLK, &fl) < 0 || fl.l_type == F_UNLCK)
+			return false;
+	}
+	if (!(kinds & PIDLOCK_KIND_FLOCK))
+		return true;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		(void)flock(fd, LOCK_UN);	/* the close drops it anyway */
+		return false;
+	}
+	return errno == EWOULDBLOCK;
 }
 
 /*
@@ -121,52 +207,101 @@ int klock_query_ofd(int fd, pid_t *pid)
 	return PIDLOCK_KIND_OFD;
 }
 
+/* One row of /proc/locks: "3: FLOCK  ADVISORY  WRITE 4359 00:1b:2 0 EOF".
+ * Waiters carry "->" and are not rows.  Returns the PIDLOCK_KIND_* of
+ * a lock on dev/ino (or on ino under any device), else 0. */
+struct row {
+	unsigned int kind;
+	bool read;
+	int pid;
+	bool elsewhere;		/* the inode number on another device */
+};
+
+static unsigned int parse_row(const char *line, dev_t dev, ino_t ino,
+			      bool any_dev, struct row *rw)
+{
+	char type[16], access[16];
+	unsigned int maj, min;
+	unsigned long long lino;
+
+	memset(rw, 0, sizeof(*rw));
+	if (sscanf(line, "%*d: %15s %*s %15s %d %x:%x:%llu", type, access,
+		   &rw->pid, &maj, &min, &lino) != 6)
+		return 0;
+	if (lino != (unsigned long long)ino)
+		return 0;
+	if (!any_dev && (maj != major(dev) || min != minor(dev))) {
+		rw->elsewhere = true;
+		return 0;
+	}
+	if (strcmp(type, "FLOCK") == 0)
+		rw->kind = PIDLOCK_KIND_FLOCK;
+	else if (strcmp(type, "OFDLCK") == 0 || strcmp(type, "POSIX") == 0)
+		rw->kind = PIDLOCK_KIND_OFD;
+	rw->read = strcmp(access, "READ") == 0;
+	return rw->kind;
+}
+
 /*
- * Kernel locks on dev/ino as /proc/locks lists them, without taking
- * any: the only way to name a flock(2) holder from outside.  Lines look
- * like "3: FLOCK  ADVISORY  WRITE 4359 00:1b:2 0 EOF"; waiters carry
- * "->" and are skipped.  Returns the PIDLOCK_KIND_* bits, or -errno if
- * /proc/locks cannot be read.  *elsewhere is set when a lock is listed
- * for the same inode number on another device: btrfs lists the file
- * system's device where stat(2) shows the subvolume's, so such a row
- * may well be ours.  With `any_dev`, such rows count as ours.
+ * Every lock the kernel lists on dev/ino: the kinds, whether any is a
+ * read (shared) lock, the rows of each family, and the pids it names
+ * (flock rows name the process that took the lock; OFD rows say -1).
  */
-int klock_proc(dev_t dev, ino_t ino, pid_t *pid, bool *elsewhere,
-	       bool any_dev)
+int klock_holders(dev_t dev, ino_t ino, bool any_dev, struct klock_holders *h)
 {
 	char line[256];
 	FILE *f = fopen("/proc/locks", "re");
-	int kinds = 0;
 
+	memset(h, 0, sizeof(*h));
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		char type[16];
-		int lpid;
+		struct row rw;
+		unsigned int kind = parse_row(line, dev, ino, any_dev, &rw);
+
+		h->elsewhere |= rw.elsewhere;
+		if (!kind)
+			continue;
+		h->kinds |= kind;
+		h->shared |= rw.read;
+		if (kind == PIDLOCK_KIND_FLOCK)
+			h->flock_rows++;
+		else
+			h->ofd_rows++;
+		if (rw.pid > 0 && h->npids < KLOCK_PIDS_MAX)
+			h->pids[h->npids++] = rw.pid;
+	}
+	(void)fclose(f);	/* read-only: nothing to flush */
+	return 0;
+}
+
+/*
+ * Does a writer wait in the kernel for a lock on dev/ino?  /proc/locks
+ * lists blocked requests as "3: -> FLOCK  ADVISORY  WRITE 4359 ...",
+ * after the lock they wait for.  A shared acquirer that sees one backs
+ * off, so that a steady stream of readers cannot keep it out for good.
+ */
+bool klock_writer_waits(dev_t dev, ino_t ino)
+{
+	char line[256];
+	FILE *f = fopen("/proc/locks", "re");
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char access[16];
 		unsigned int maj, min;
 		unsigned long long lino;
 
-		if (sscanf(line, "%*d: %15s %*s %*s %d %x:%x:%llu", type, &lpid,
-			   &maj, &min, &lino) != 5)
-			continue;
-		if (lino != (unsigned long long)ino)
-			continue;
-		if (!any_dev && (maj != major(dev) || min != minor(dev))) {
-			if (elsewhere)
-				*elsewhere = true;
-			continue;
-		}
-		if (strcmp(type, "FLOCK") == 0)
-			kinds |= PIDLOCK_KIND_FLOCK;
-		else if (strcmp(type, "OFDLCK") == 0 || strcmp(type, "POSIX") == 0)
-			kinds |= PIDLOCK_KIND_OFD;
-		else
-			continue;
-		if (lpid > 0 && pid && !*pid)
-			*pid = lpid;
+		found = sscanf(line, "%*d: -> %*s %*s %15s %*d %x:%x:%llu",
+			       access, &maj, &min, &lino) == 4 &&
+			strcmp(access, "WRITE") == 0 &&
+			lino == (unsigned long long)ino && maj == major(dev) &&
+			min == minor(dev);
 	}
 	(void)fclose(f);	/* read-only: nothing to flush */
-	return kinds;
+	return found;
 }
 
 /*

@@ -164,7 +164,7 @@ static int close_held(struct pidlock *lock)
  * system calls fewer.  self.c holds a fork in another thread back
  * until that close is done.
  */
-static int let_go(struct pidlock *lock)
+int release_let_go(struct pidlock *lock)
 {
 	bool alone;
 	int r, rc;
@@ -193,8 +193,12 @@ PIDLOCK_EXPORT int pidlock_release(struct pidlock *lock)
 	r = check_held(lock);
 	if (r == -ENOLCK)
 		return r;
-	if (r == 0 && file_names_us(lock))
-		r = let_go(lock);
+	/* A shared lock's record names one of its holders, not each: the
+	 * process that took it (or refreshed it last) is its owner. */
+	if (r == 0 && lock->shared)
+		r = lock->writer == self_pid() ? shared_release(lock) : 0;
+	else if (r == 0 && file_names_us(lock))
+		r = release_let_go(lock);
 	if (lock->fd >= 0) {
 		int rc = close_held(lock);
 

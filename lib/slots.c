@@ -99,7 +99,8 @@ PIDLOCK_EXPORT int pidlock_slots_new(struct pidlock_slots **slotsp,
 	if (!slotsp)
 		return -EINVAL;
 	*slotsp = NULL;
-	if (n == 0)
+	/* A slot has one holder: that is what the count counts. */
+	if (n == 0 || (flags & PIDLOCK_SHARED))
 		return -EINVAL;
 	if (n > PIDLOCK_SLOTS_MAX)
 		return -ERANGE;

@@ -41,14 +41,40 @@ START_TEST(format_longest)
 	memset(tag, 'x', PIDLOCK_TAG_MAX);
 	tag[PIDLOCK_TAG_MAX] = '\0';
 	n = content_format(buf, sizeof(buf), 2147483647, INT64_MAX, tag,
-			   KINDS_ALL, true);
+			   KINDS_ALL, FMT_PLAIN_PID | FMT_KEEP |
+			   FMT_EXIT_RELEASES | FMT_SHARED);
 	ck_assert_uint_gt(n, 0);
 	ck_assert_uint_le(n, sizeof(buf));
+	/* Shared writers pad to one length: every record fits in it. */
+	ck_assert_uint_le(n, SHARED_RECORD_LEN);
 	content_parse(buf, n, &c);
 	ck_assert_int_eq(c.pid, 2147483647);
 	ck_assert_int_eq(c.bare_pid, 2147483647);
 	ck_assert(c.timestamp == INT64_MAX);
 	ck_assert_str_eq(c.tag, tag);
+}
+END_TEST
+
+/* A shared holder's record: shared=1 after the marker; a lock file,
+ * read back as shared, padded or not. */
+START_TEST(shared_record_parses)
+{
+	char buf[SHARED_RECORD_LEN];
+	struct content c;
+	size_t n = content_format(buf, sizeof(buf), 42, 7, "r", KINDS_ALL,
+				  FMT_SHARED);
+
+	ck_assert_int_eq(memcmp(buf, "pid=42\ntimestamp=7\ntag=r\n"
+				"lock=flock,ofd\nshared=1\n", n), 0);
+	content_parse(buf, n, &c);
+	ck_assert(c.shared);
+	ck_assert_int_eq(c.pid, 42);
+	ck_assert(content_is_lock_file(buf, n, (int64_t)n));
+	memset(buf + n, '\n', sizeof(buf) - n);
+	ck_assert(content_is_lock_file(buf, sizeof(buf), sizeof(buf)));
+	parse("pid=1\ntimestamp=2\nshared=0\n", &c);
+	ck_assert(!c.shared);
+	ck_assert(!content_is_lock_file("pid=1\nshared=yes\n", 17, 17));
 }
 END_TEST
 
@@ -182,6 +208,7 @@ int main(void)
 	const struct tu_case cases[] = {
 		{ format_record, 1 },
 		{ format_longest, 1 },
+		{ shared_record_parses, 1 },
 		{ parse_table, sizeof(parse_cases) / sizeof(parse_cases[0]) },
 		{ parse_binary, 1 },
 		{ tag_cleaning, 1 },

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * pidlock_lock_fd() and pidlock_unlock_fd(): the lock on a caller's own
- * descriptor (a shell's exec 9<>path), doc/protocol.md section 4b.  Real
+ * descriptor (a shell's exec 9<>path), doc/protocol.md section 4c.  Real
  * processes hold and wait; each test names the rule it guards.
  */
 #define _GNU_SOURCE
@@ -303,6 +303,12 @@ TU_LOCK_TEST(lock_fd_refused, 0)
 	ck_assert_int_eq(pidlock_unlock_fd(NULL, rw), -EINVAL);
 	ck_assert_int_eq(pidlock_lock_fd(l, rw, -1, 0), -EINVAL);
 	ck_assert_int_eq(pidlock_lock_fd(l, rw, 4194304, 0), -EINVAL);
+	{
+		struct pidlock *sh = tu_new(p, PIDLOCK_SHARED);
+
+		ck_assert_int_eq(pidlock_lock_fd(sh, rw, 0, 0), -EINVAL);
+		pidlock_free(sh);
+	}
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_eq(pidlock_lock_fd(l, rw, 0, 0), -EALREADY);
 	ck_assert_int_eq(pidlock_release(l), 0);

@@ -470,6 +470,7 @@ START_TEST(bad_arguments_refused)
 	ck_assert_int_eq(pidlock_slots_new(&s, NULL, 2, 0), -EINVAL);
 	ck_assert_int_eq(pidlock_slots_new(NULL, sem(), 2, 0), -EINVAL);
 	ck_assert_int_eq(pidlock_slots_new(&s, sem(), 2, 1U << 30), -EINVAL);
+	ck_assert_int_eq(pidlock_slots_new(&s, sem(), 2, PIDLOCK_SHARED), -EINVAL);
 	ck_assert_int_eq(pidlock_slots_new(&s, tu_dir(), 2, 0), 0);
 	pidlock_slots_free(s);
 	/* A name that fits, whose slot names do not. */

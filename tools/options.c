@@ -80,6 +80,9 @@ struct optdef {
 " -w, --timeout SECONDS        wait at most SECONDS (fractions allowed)\n" \
 " -E, --conflict-exit-code N   exit with N when the lock is busy (default 1)\n" \
 " -q, --quiet-conflict         exit 0 without a word when the lock is busy\n" \
+" -s, --shared                 take a shared lock: shared holders hold it\n" \
+"                              together, an exclusive one keeps them out\n" \
+" -x, -e, --exclusive          take an exclusive lock (the default)\n" \
 "     --tag TEXT               write TEXT into the lock file\n" \
 "     --plain-pid              write the bare pid as the first line\n" \
 "     --no-sync                do not sync the lock file to disk\n" \
@@ -265,6 +268,21 @@ static int set_slots(struct opts *o, const char *arg)
 	return 0;
 }
 
+/* -s and -x as flock(1) has them: the last one given counts. */
+static int set_shared(struct opts *o, const char *arg)
+{
+	(void)arg;
+	o->flags |= PIDLOCK_SHARED;
+	return 0;
+}
+
+static int set_exclusive(struct opts *o, const char *arg)
+{
+	(void)arg;
+	o->flags &= ~(unsigned int)PIDLOCK_SHARED;
+	return 0;
+}
+
 static int show_help(struct opts *o, const char *arg)
 {
 	(void)o;
@@ -312,6 +330,9 @@ static const struct optdef options[] = {
 	CALL("conflict-exit-code", 'E', required_argument, set_conflict_code,
 	     M_RUN | M_REMOVE | M_FD | M_UNLOCK),
 	BOOL("quiet-conflict", 'q', quiet, M_RUN | M_REMOVE),
+	CALL("shared", 's', no_argument, set_shared, M_RUN),
+	CALL("exclusive", 'x', no_argument, set_exclusive, M_RUN),
+	CALL(NULL, 'e', no_argument, set_exclusive, M_RUN),
 	BOOL("close", 'o', close_fd, M_RUN),
 	BOOL("verbose", 'v', verbose, M_ALL),
 	CALL("help", 'h', no_argument, show_help, M_ALL),
@@ -429,13 +450,18 @@ static int check_combinations(const struct opts *o, const struct parser *p)
 	if (p->modes_given > 1)
 		return usage_error("%s", "--status, --list, --remove and --unlock exclude each other");
 	for (int i = 0; i < p->nseen; i++)
-		if (!(p->seen[i]->modes & (1U << o->mode)))
+		if (!(p->seen[i]->modes & (1U << o->mode)) && p->seen[i]->name)
 			return usage_error("--%s cannot be used with %s",
 					   p->seen[i]->name, mode_name(o->mode));
+		else if (!(p->seen[i]->modes & (1U << o->mode)))
+			return usage_error("-%c cannot be used with %s",
+					   p->seen[i]->key, mode_name(o->mode));
 	if ((o->flags & PIDLOCK_FLOCK_ONLY) && (o->flags & PIDLOCK_OFD_ONLY))
 		return usage_error("%s", "--flock-only and --fcntl-only exclude each other");
 	if (o->exec && o->close_fd)
 		return usage_error("%s", "--exec and --close exclude each other: the lock would end at exec");
+	if (o->slots && (o->flags & PIDLOCK_SHARED))
+		return usage_error("%s", "--shared and --slots exclude each other: a slot has one holder");
 	return 0;
 }
 

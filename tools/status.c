@@ -180,6 +180,44 @@ static pid_t kernel_holder(const char *path, const struct pidlock_info *info)
 	return scan_processes(file);
 }
 
+/*
+ * The pids the kernel names for locks on path's file, for a shared
+ * lock's holders: /proc/locks rows "3: FLOCK  ADVISORY  READ 4359
+ * 08:01:1234 0 EOF" (waiters, "->", are not holders).  OFD rows say -1:
+ * those holders are counted (info->holders), not named.
+ */
+#define HOLDER_PIDS_MAX 32
+
+static int kernel_holder_pids(const char *path, pid_t *pids, int max)
+{
+	char want[64], line[256];
+	struct stat st;
+	FILE *f;
+	int n = 0;
+
+	if (lstat(path, &st) < 0)
+		return 0;
+	text_set(want, sizeof(want), " %02x:%02x:%llu ", major(st.st_dev),
+		 minor(st.st_dev), (unsigned long long)st.st_ino);
+	f = fopen("/proc/locks", "re");
+	if (!f)
+		return 0;
+	while (n < max && fgets(line, sizeof(line), f)) {
+		int pid;
+		bool seen = false;
+
+		if (!strstr(line, want) || strstr(line, "->") ||
+		    sscanf(line, "%*d: %*s %*s %*s %d", &pid) != 1 || pid <= 0)
+			continue;
+		for (int i = 0; i < n; i++)
+			seen |= pids[i] == pid;
+		if (!seen)
+			pids[n++] = pid;
+	}
+	(void)fclose(f);	/* read-only: nothing to flush */
+	return n;
+}
+
 /* "pid 1234 holding flock,fcntl" and what the record says besides;
  * false when the record names another process than the holder. */
 static bool describe_kernel_holder(const char *path,
@@ -198,6 +236,12 @@ static bool describe_kernel_holder(const char *path,
 		text_set(buf, size, "pid %d holding %s", (int)holder, kinds);
 	else
 		text_set(buf, size, "an unknown process holding %s", kinds);
+	if (info->shared && info->holders > 1)
+		text_add(buf, size, " shared with %u other%s",
+			 (unsigned int)info->holders - 1,
+			 info->holders == 2 ? "" : "s");
+	else if (info->shared)
+		text_add(buf, size, " shared");
 	if (info->pid <= 0 || info->pid == holder)
 		return true;
 	text_add(buf, size, info->pid_alive == 0 ?
@@ -390,6 +434,24 @@ static void json_record(const struct pidlock_info *info, bool exists)
 /* One lock object.  error != 0: inspecting failed, nothing else known.
  * Every object has the same keys, null where a value is unknown, so
  * consumers never test for presence. */
+/* "mode": "shared" or "exclusive" while a kernel lock is held, else
+ * null; "holders": how many the kernel lists; "holder_pids": those it
+ * names. */
+static void json_mode(const char *path, unsigned int kernel,
+		      const struct pidlock_info *info)
+{
+	pid_t pids[HOLDER_PIDS_MAX];
+	int n = kernel ? kernel_holder_pids(path, pids, HOLDER_PIDS_MAX) : 0;
+
+	json_key_string("mode", !kernel ? NULL
+				: info->shared ? "shared" : "exclusive");
+	out(stdout, ", \"holders\": %u, \"holder_pids\": [",
+	    kernel ? (unsigned int)info->holders : 0U);
+	for (int i = 0; i < n; i++)
+		out(stdout, "%s%d", i ? ", " : "", (int)pids[i]);
+	out(stdout, "]");
+}
+
 void json_info(const char *path, const struct pidlock_info *info, int error)
 {
 	bool exists = !error && info->state != PIDLOCK_STATE_FREE &&
@@ -406,6 +468,7 @@ void json_info(const char *path, const struct pidlock_info *info, int error)
 	json_kinds("kernel_locks", error ? 0 : info->kernel_locks);
 	json_int_or_null("kernel_pid", info->kernel_pid,
 			 !error && info->kernel_pid > 0);
+	json_mode(path, error ? 0 : info->kernel_locks, info);
 	json_kinds("marker", exists ? info->marker : 0);
 	json_int_or_null("mtime", info->mtime, exists ||
 			 (!error && info->state == PIDLOCK_STATE_NOT_LOCK_FILE));
@@ -479,6 +542,26 @@ static void print_kernel_holder(const struct pidlock_info *info, pid_t holder)
 		out(stdout, " (holder unknown)");
 }
 
+/* "  mode:    shared, 3 holders: pids 12 34 56" */
+static void print_mode(const char *path, const struct pidlock_info *info)
+{
+	pid_t pids[HOLDER_PIDS_MAX];
+	int n;
+
+	if (!info->shared) {
+		out(stdout, "  mode:    exclusive\n");
+		return;
+	}
+	out(stdout, "  mode:    shared, %u holder%s", (unsigned int)info->holders,
+	    info->holders == 1 ? "" : "s");
+	n = kernel_holder_pids(path, pids, HOLDER_PIDS_MAX);
+	if (n > 0)
+		out(stdout, ": pid%s", n == 1 ? "" : "s");
+	for (int i = 0; i < n; i++)
+		out(stdout, " %d", (int)pids[i]);
+	out(stdout, "\n");
+}
+
 static void print_kernel(const char *path, const struct pidlock_info *info)
 {
 	char kinds[32];
@@ -487,6 +570,8 @@ static void print_kernel(const char *path, const struct pidlock_info *info)
 	out(stdout, "  kernel:  %s", kinds);
 	print_kernel_holder(info, kernel_holder(path, info));
 	out(stdout, "\n");
+	if (info->kernel_locks)
+		print_mode(path, info);
 	if (!info->marker)
 		return;
 	format_kinds(info->marker, kinds, sizeof(kinds));

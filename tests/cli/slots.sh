@@ -72,6 +72,7 @@ rm -f sem.* ./*.slot
 expect 64 "--slots 0 is refused" -- "$PIDLOCK" --slots 0 sem true
 expect 64 "--slots 257 is refused" -- "$PIDLOCK" --slots 257 sem true
 expect 64 "--slots x is refused" -- "$PIDLOCK" --slots x sem true
+expect 64 "--slots with --shared is refused" -- "$PIDLOCK" --slots 2 -s sem true
 expect 64 "--slots with --remove is refused" -- "$PIDLOCK" --remove --slots 2 sem
 ln -s elsewhere sem.0
 ln -s elsewhere sem.1

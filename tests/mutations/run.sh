@@ -25,7 +25,8 @@ table=$here/mutations.txt
 apply="perl $here/apply.pl $table"
 jobs=$(nproc 2>/dev/null || echo 2)
 default_tests="tests/test-content tests/test-lock tests/test-wait \
-tests/test-interop tests/test-rules tests/test-guards tests/test-hostile \
+tests/test-interop tests/test-rules tests/test-guards tests/test-shared \
+tests/test-hostile \
 tests/test-content-hostile tests/test-slots tests/torture/test-unlink-race \
 tests/fault/test-fault tests/test-fd"
 tests=${MUTATION_TESTS:-$default_tests}

@@ -9,7 +9,11 @@
  *   K id phase ns    the killer is about to SIGKILL instance id
  *   S id what ns     libpidlock said -ESTALE (someone broke our lock)
  *   F id errno what  a participant failed where it must not
+ *   R id value ns    a reader (shared holder) entered; value as read
+ *   Q id value ns    the reader is leaving; value as read again
  *
+ * Readers may be inside together, never beside a writer (E ... L), and
+ * the counter does not change while one is inside.
  * A holder can only be followed by the next one after it left or died,
  * and it can only die after the killer wrote its K line; so any E that
  * finds another instance inside without a K line for it is two
@@ -116,6 +120,8 @@ struct checker {
 	const unsigned char *kind_of;	/* enum kind by instance id */
 	long ninst;
 	long inside;		/* instance in the critical section, 0: none */
+	bool *reading;		/* readers inside, by instance id */
+	long *read_value;	/* the counter each read on its way in */
 	bool inside_dead;	/* ... killed before it left */
 	long expected;		/* the counter as last known */
 	struct pending pend[MAX_SLOTS * 4];
@@ -165,11 +171,80 @@ static bool id_ok(const struct checker *c, long id)
 	return id > 0 && id <= c->ninst;
 }
 
+/* A reader inside that was not killed: a writer may not enter. */
+static long live_reader(const struct checker *c)
+{
+	for (long i = 1; i <= c->ninst; i++)
+		if (c->reading[i] && !c->killed[i])
+			return i;
+	return 0;
+}
+
+static void take_latencies(struct checker *c, int64_t ns)
+{
+	struct kill_stat *ks = c->ks;
+
+	for (int i = 0; i < c->npend; i++) {
+		if (c->pend[i].holder)
+			push_lat(&ks->lat_ns, &ks->nlat, ns - c->pend[i].ns);
+		push_lat(&ks->lat_all_ns, &ks->nlat_all, ns - c->pend[i].ns);
+	}
+	c->npend = 0;
+}
+
+static void on_read(struct checker *c, long id, long v, int64_t ns)
+{
+	struct kill_stat *ks = c->ks;
+
+	ks->acquisitions++;
+	ks->reads++;
+	if (c->kind_of)
+		ks->per_kind[c->kind_of[id]]++;
+	if (c->inside && !c->killed[c->inside])
+		bad(c, &ks->violations,
+		    "VIOLATION: reader %ld (%s) entered while writer %ld (%s) was inside",
+		    id, kind_of(c, id), c->inside, kind_of(c, c->inside));
+	/* A writer killed after its write and before its L line. */
+	if (v != c->expected &&
+	    !((c->inside_dead || (c->inside && c->killed[c->inside])) &&
+	      v == c->expected + 1))
+		bad(c, &ks->counter_errors,
+		    "COUNTER: reader %ld read %ld, expected %ld", id, v,
+		    c->expected);
+	if (v == c->expected + 1) {
+		c->expected = v;
+		c->inside = 0;
+		c->inside_dead = false;
+	}
+	take_latencies(c, ns);
+	c->reading[id] = true;
+	c->read_value[id] = v;
+}
+
+static void on_read_leave(struct checker *c, long id, long v)
+{
+	struct kill_stat *ks = c->ks;
+
+	if (!c->reading[id])
+		bad(c, &ks->violations, "VIOLATION: reader %ld (%s) left "
+		    "without entering", id, kind_of(c, id));
+	else if (v != c->read_value[id])
+		bad(c, &ks->counter_errors, "COUNTER: reader %ld saw %ld "
+		    "change to %ld while it was inside", id,
+		    c->read_value[id], v);
+	c->reading[id] = false;
+}
+
 static void on_enter(struct checker *c, long id, long v, int64_t ns)
 {
 	bool maybe_more = c->inside_dead;
 	struct kill_stat *ks = c->ks;
+	long reader = live_reader(c);
 
+	if (reader)
+		bad(c, &ks->violations,
+		    "VIOLATION: writer %ld (%s) entered while reader %ld (%s) was inside",
+		    id, kind_of(c, id), reader, kind_of(c, reader));
 	ks->acquisitions++;
 	if (c->kind_of)
 		ks->per_kind[c->kind_of[id]]++;
@@ -186,12 +261,7 @@ static void on_enter(struct checker *c, long id, long v, int64_t ns)
 	if (v != c->expected && !(maybe_more && v == c->expected + 1))
 		bad(c, &ks->counter_errors,
 		    "COUNTER: %ld read %ld, expected %ld", id, v, c->expected);
-	for (int i = 0; i < c->npend; i++) {
-		if (c->pend[i].holder)
-			push_lat(&ks->lat_ns, &ks->nlat, ns - c->pend[i].ns);
-		push_lat(&ks->lat_all_ns, &ks->nlat_all, ns - c->pend[i].ns);
-	}
-	c->npend = 0;
+	take_latencies(c, ns);
 	c->inside = id;
 	c->inside_dead = false;
 	c->expected = v;
@@ -247,6 +317,12 @@ static void check_line(struct checker *c, const char *s)
 	} else if (sscanf(s, "L %ld %ld %lld", &id, &v, &ns) == 3 &&
 		   id_ok(c, id)) {
 		on_leave(c, id, v);
+	} else if (sscanf(s, "R %ld %ld %lld", &id, &v, &ns) == 3 &&
+		   id_ok(c, id)) {
+		on_read(c, id, v, ns);
+	} else if (sscanf(s, "Q %ld %ld %lld", &id, &v, &ns) == 3 &&
+		   id_ok(c, id)) {
+		on_read_leave(c, id, v);
 	} else if (sscanf(s, "K %ld %d %lld", &id, &phase, &ns) == 3 &&
 		   id_ok(c, id)) {
 		on_kill(c, id, phase, ns);
@@ -311,7 +387,9 @@ int journal_check(const char *dir, long ninst, const unsigned char *kind_of,
 
 	memset(ks, 0, sizeof(*ks));
 	c.killed = calloc((size_t)ninst + 1, sizeof(*c.killed));
-	if (!c.killed)
+	c.reading = calloc((size_t)ninst + 1, sizeof(*c.reading));
+	c.read_value = calloc((size_t)ninst + 1, sizeof(*c.read_value));
+	if (!c.killed || !c.reading || !c.read_value)
 		die("out of memory");
 	snprintf(path, sizeof(path), "%s/" JOURNAL_NAME, dir);
 	f = fopen(path, "re");
@@ -330,6 +408,8 @@ int journal_check(const char *dir, long ninst, const unsigned char *kind_of,
 	fclose(f);
 	check_counter(&c, dir);
 	free(c.killed);
+	free(c.reading);
+	free(c.read_value);
 	return ks->violations || ks->counter_errors || ks->failures ? -1 : 0;
 }
 

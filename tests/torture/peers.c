@@ -101,6 +101,33 @@ static void cs_leave(long v)
 		     (long long)mono_ns());
 }
 
+/*
+ * A reader's critical section: the counter, read on the way in and on
+ * the way out, may not change in between (no writer is inside), and
+ * other readers may be inside at the same time.
+ *   R id value ns   a reader entered; Q id value ns   it is leaving
+ */
+static void cs_read(void)
+{
+	long v, w;
+	int r;
+
+	set_phase(PH_CS);
+	r = counter_read(me.dirfd, &v);
+	if (r < 0)
+		fail(-r, "counter-read");
+	shm->last_enter_ns = mono_ns();
+	journal_line(me.jfd, "R %ld %ld %lld\n", me.id, v,
+		     (long long)mono_ns());
+	if (cfg->cs_us)
+		sleep_us(rnd() % cfg->cs_us);
+	r = counter_read(me.dirfd, &w);
+	if (r < 0)
+		fail(-r, "counter-read");
+	journal_line(me.jfd, "Q %ld %ld %lld\n", me.id, w,
+		     (long long)mono_ns());
+}
+
 /* Between cycles, so that the others get a chance. */
 static void pause_between(void)
 {
@@ -123,6 +150,10 @@ static unsigned int lib_flags(enum kind k)
 		return PIDLOCK_OFD_ONLY;
 	case K_LIB_KEEP:
 		return PIDLOCK_KEEP_FILE;
+	case K_LIB_SH:
+		return PIDLOCK_SHARED;
+	case K_LIB_SH_KEEP:
+		return PIDLOCK_SHARED | PIDLOCK_KEEP_FILE;
 	default:
 		return 0;
 	}
@@ -153,9 +184,9 @@ static struct pidlock *lib_open(enum kind k)
 	return lock;
 }
 
-static void lib_cycle(struct pidlock *lock)
+static void lib_cycle(struct pidlock *lock, bool reader)
 {
-	long v;
+	long v = 0;
 	int r;
 
 	set_phase(PH_ACQUIRE);
@@ -166,13 +197,17 @@ static void lib_cycle(struct pidlock *lock)
 	}
 	if (r < 0)
 		fail(-r, "acquire");
-	v = cs_enter();
+	if (reader)
+		cs_read();
+	else
+		v = cs_enter();
 	r = pidlock_verify(lock);
 	if (r == -ESTALE)
 		broken("verify");
 	else if (r < 0)
 		fail(-r, "verify");
-	cs_leave(v);
+	if (!reader)
+		cs_leave(v);
 	set_phase(PH_RELEASE);
 	r = pidlock_release(lock);
 	if (r == -ESTALE)
@@ -187,7 +222,7 @@ static void lib_loop(enum kind k)
 	struct pidlock *lock = lib_open(k);
 
 	while (!shm->stop)
-		lib_cycle(lock);
+		lib_cycle(lock, kind_is_reader(k));
 	pidlock_free(lock);
 }
 
@@ -496,10 +531,12 @@ void exec_participant(enum kind k, int slot, long id)
 	snprintf(sslot, sizeof(sslot), "%d", slot);
 	snprintf(sid, sizeof(sid), "%ld", id);
 	snprintf(scs, sizeof(scs), "%u", cfg->cs_us);
-	if (k == K_CLI || k == K_CLI_KEEP) {
+	if (k == K_CLI || k == K_CLI_KEEP || k == K_CLI_SH) {
 		argv[n++] = cfg->cli;
 		if (k == K_CLI_KEEP)
 			argv[n++] = "--keep-file";
+		if (k == K_CLI_SH)
+			argv[n++] = "--shared";
 		/* The tool's modes take turns, one per cycle. */
 		if (id % 3 == 1)
 			argv[n++] = "--no-sync";
@@ -526,14 +563,16 @@ void exec_participant(enum kind k, int slot, long id)
 	argv[n++] = scs;
 	if (k == K_FLOCK1_RM)
 		argv[n++] = "rm";
+	if (k == K_CLI_SH)
+		argv[n++] = "read";
 	argv[n] = NULL;
 	/* execv(2) takes char *const[] but never writes the strings. */
 	execv(argv[0], args.v);
 	die("exec %s: %m", argv[0]);
 }
 
-/* "torture cs DIR SLOT ID CS_US [rm]": the critical section, run by an
- * external locker that holds the lock. */
+/* "torture cs DIR SLOT ID CS_US [rm|read]": the critical section, run
+ * by an external locker that holds the lock (read: a shared holder). */
 int cs_main(int argc, char **argv)
 {
 	static struct config c;
@@ -546,6 +585,11 @@ int cs_main(int argc, char **argv)
 	cfg = &c;
 	me_init(c.dir, atoi(argv[3]), strtol(argv[4], NULL, 10));
 	rnd_seed((uint64_t)me.id * 0x9E3779B97F4A7C15ULL ^ (uint64_t)mono_ns());
+	if (argc > 6 && strcmp(argv[6], "read") == 0) {
+		cs_read();
+		set_phase(PH_RELEASE);
+		return 0;
+	}
 	v = cs_enter();
 	cs_leave(v);
 	set_phase(PH_RELEASE);

@@ -83,6 +83,8 @@ static const char *const kind_names[K_NKINDS] = {
 	[K_LIB] = "lib", [K_LIB_NOSYNC] = "lib-nosync",
 	[K_LIB_PLAIN] = "lib-plainpid", [K_LIB_FLOCK] = "lib-flockonly",
 	[K_LIB_OFD] = "lib-ofdonly", [K_LIB_KEEP] = "lib-keepfile",
+	[K_LIB_SH] = "lib-shared", [K_LIB_SH_KEEP] = "lib-shared-keepfile",
+	[K_CLI_SH] = "pidlock-cli-shared",
 	[K_CLI] = "pidlock-cli", [K_CLI_KEEP] = "pidlock-cli-keepfile",
 	[K_WLE] = "with-lock-ex", [K_FSLOCK] = "fslock-guard",
 	[K_BSD] = "libbsd-pidfile", [K_SPEC] = "spec-peer",
@@ -101,13 +103,19 @@ const char *kind_name(enum kind k)
 
 bool kind_is_lib(enum kind k)
 {
-	return k <= K_LIB_KEEP;
+	return k <= K_LIB_SH_KEEP;
 }
 
 bool kind_is_exec(enum kind k)
 {
-	return k == K_CLI || k == K_CLI_KEEP || k == K_WLE || k == K_FLOCK1 ||
-	       k == K_FLOCK1_RM;
+	return k == K_CLI || k == K_CLI_KEEP || k == K_CLI_SH || k == K_WLE ||
+	       k == K_FLOCK1 || k == K_FLOCK1_RM;
+}
+
+/* Shared holders: many at once, never beside a writer. */
+bool kind_is_reader(enum kind k)
+{
+	return k == K_LIB_SH || k == K_LIB_SH_KEEP || k == K_CLI_SH;
 }
 
 int map_shm(const char *dir, bool create)
@@ -173,6 +181,14 @@ static const struct mix mixes[] = {
 	{ "keepfile", SAFE, PIDLOCK_KEEP_FILE,
 	  { K_LIB_KEEP, K_FLOCK1, K_CLI_KEEP, K_LIB_KEEP, K_FLOCK1, END },
 	  { K_LIB_KEEP, K_FLOCK1, END }, false },
+	/* Shared holders (readers) and exclusive ones (writers): readers
+	 * together, never beside a writer; the last reader out unlinks. */
+	{ "shared", SAFE, 0,
+	  { K_LIB_SH, K_LIB, K_CLI_SH, K_LIB_NOSYNC, K_LIB_SH, K_CLI, END },
+	  { K_LIB_SH, K_LIB, END }, false },
+	{ "shared-keep", SAFE, PIDLOCK_KEEP_FILE,
+	  { K_LIB_SH_KEEP, K_LIB_KEEP, K_LIB_SH_KEEP, K_FLOCK1, END },
+	  { K_LIB_SH_KEEP, K_LIB_KEEP, END }, false },
 	{ "unsafe-flock", UNSAFE, 0,
 	  { K_LIB, K_FLOCK1_RM, K_LIB, K_FLOCK1_RM, END },
 	  { K_LIB, K_FLOCK1_RM, END }, false },
@@ -662,7 +678,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: torture --mix NAME [options]\n"
-		"  --mix flock|fcntl|spec|alone|flock1|keepfile|unsafe-flock|unsafe-rename\n"
+		"  --mix flock|fcntl|spec|alone|flock1|keepfile|shared|shared-keep|\n"
+		"        unsafe-flock|unsafe-rename\n"
 		"  --duration SEC     length of the storm (6)\n"
 		"  --procs N          participants (at least one of each kind)\n"
 		"  --kill-rate R      SIGKILLs per second (8; 0 for none)\n"
@@ -739,7 +756,7 @@ static void parse_opts(int argc, char **argv)
 
 static bool kind_available(enum kind k)
 {
-	if (k == K_CLI || k == K_CLI_KEEP)
+	if (k == K_CLI || k == K_CLI_KEEP || k == K_CLI_SH)
 		return S.cfg.cli != NULL;
 	return true;
 }

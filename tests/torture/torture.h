@@ -28,8 +28,11 @@ enum kind {
 	K_LIB_FLOCK,	/* PIDLOCK_FLOCK_ONLY */
 	K_LIB_OFD,	/* PIDLOCK_OFD_ONLY */
 	K_LIB_KEEP,	/* PIDLOCK_KEEP_FILE */
+	K_LIB_SH,	/* PIDLOCK_SHARED: a reader */
+	K_LIB_SH_KEEP,	/* PIDLOCK_SHARED | PIDLOCK_KEEP_FILE */
 	K_CLI,		/* the pidlock(1) tool */
 	K_CLI_KEEP,	/* pidlock --keep-file */
+	K_CLI_SH,	/* pidlock -s: a reader */
 	K_WLE,		/* with-lock-ex -w */
 	K_FSLOCK,	/* fslock-guard style: flock + inode check */
 	K_BSD,		/* libbsd pidfile_open/pidfile_remove */
@@ -74,6 +77,7 @@ void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 const char *kind_name(enum kind k);
 bool kind_is_lib(enum kind k);
 bool kind_is_exec(enum kind k);
+bool kind_is_reader(enum kind k);
 int map_shm(const char *dir, bool create);
 
 /* peers.c */
@@ -95,6 +99,7 @@ struct kill_stat {
 	long acquisitions;
 	long per_kind[K_NKINDS];
 	long leaves;
+	long reads;		/* readers' enters (R lines) */
 	long dead_inside;	/* killed between its E and L lines */
 	long violations;
 	long counter_errors;

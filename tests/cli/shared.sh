@@ -1,0 +1,70 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# -s/--shared and -x/-e/--exclusive, as flock(1) has them: readers hold
+# together, a writer keeps them out and is kept out, the last reader out
+# removes the file; --status and --json report the mode and the holders.
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 99
+
+start_bg -s r.lock sleep 30
+r1=$LAST
+wait_until held r.lock
+start_bg --shared r.lock sleep 30
+r2=$LAST
+wait_until grep -q "^  mode:    shared, 2 holders" <("$PIDLOCK" --status r.lock)
+pass "two -s holders hold at once"
+
+expect 0 "-s -n runs beside the readers" -- "$PIDLOCK" -s -n r.lock true
+expect 1 "-n (exclusive) is busy while readers hold" -- \
+	"$PIDLOCK" -n r.lock true
+expect 1 "-x -n is busy while readers hold" -- "$PIDLOCK" -x -n r.lock true
+expect 1 "-s then -x: the last one counts, as in flock(1)" -- \
+	"$PIDLOCK" -s -x -n r.lock true
+expect 0 "-x then -s: the last one counts" -- "$PIDLOCK" -x -s -n r.lock true
+"$PIDLOCK" -n r.lock true 2> err
+grep -q "held by pid [0-9]* holding flock,fcntl shared with 1 other" err ||
+	fail "conflict message: $(cat err)"
+pass "the conflict message says the lock is shared"
+
+"$PIDLOCK" --status r.lock > st
+grep -q "^  mode:    shared, 2 holders: pids [0-9]* [0-9]*$" st ||
+	fail "--status: $(cat st)"
+pass "--status names the mode and every holder"
+status_json r.lock
+[ "$(jv j 0 mode)" = shared ] && [ "$(jv j 0 holders)" = 2 ] ||
+	fail "--json: $(cat j)"
+pids=$(jv j 0 holder_pids)
+case "$pids" in
+\[*,*\]) ;;
+*) fail "--json holder_pids: $pids" ;;
+esac
+pass "--json names the mode and the holders"
+[ "$(field r.lock shared)" = 1 ] || fail "record: $(cat r.lock)"
+pass "the record says shared=1"
+
+# The last one out removes the file; earlier ones leave it.
+kill -TERM "$r1"
+wait "$r1"
+[ -e r.lock ] || fail "the first reader out removed the file"
+pass "a reader that is not the last leaves the file"
+kill -TERM "$r2"
+wait "$r2"
+[ ! -e r.lock ] || fail "the last reader out left the file"
+pass "the last reader out removes the file"
+
+# A writer keeps readers out.
+start_bg -x w.lock sleep 30
+w=$LAST
+wait_until held w.lock
+expect 1 "-s -n is busy while a writer holds" -- "$PIDLOCK" -s -n w.lock true
+"$PIDLOCK" --status w.lock > st
+grep -q "^  mode:    exclusive$" st || fail "--status: $(cat st)"
+pass "--status says exclusive"
+status_json w.lock
+[ "$(jv j 0 mode)" = exclusive ] || fail "--json: $(cat j)"
+pass "--json says exclusive"
+kill -TERM "$w"
+wait "$w"
+
+expect 64 "-s is for running a command" -- "$PIDLOCK" --status -s w.lock
+done_testing

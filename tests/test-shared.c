@@ -1,0 +1,588 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Shared (read) locks, PIDLOCK_SHARED: doc/protocol.md, "Shared locks".
+ * Real processes and real peers: flock(1) -s and -x, with-lock-ex,
+ * classic fcntl(2) read and write locks taken by a forked process, and
+ * a spec-only reader.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define SH PIDLOCK_SHARED
+
+/* A missing peer fails the test: it proves nothing without it. */
+static const char *peer(const char *var)
+{
+	const char *p = getenv(var);
+
+	ck_assert_msg(p && p[0], "%s not found at configure time: install "
+		      "chiark-utils-bin (with-lock-ex) and util-linux (flock)", var);
+	return p;
+}
+
+/* pid= of the record at path, 0 if none. */
+static long record_pid(const char *path)
+{
+	const char *s = strstr(tu_read(path), "pid=");
+
+	return s ? strtol(s + 4, NULL, 10) : 0;
+}
+
+/* tu_hold() with a bounded wait: a reader that is wrongly kept out
+ * fails the test in seconds instead of hanging it. */
+static int hold_fn(struct tu_child *c, void *arg)
+{
+	struct pidlock *l = arg;
+	int r = pidlock_acquire(l, 5000);
+
+	tu_signal(c, r == 0 ? 'L' : 'F');
+	if (r == 0)
+		r = tu_wait_parent(c) != 'R' ? 3 : pidlock_release(l) == 0 ? 0 : 4;
+	pidlock_free(l);
+	return r == 0 ? 0 : 2;
+}
+
+static void hold(struct tu_child *c, const char *path, unsigned int flags)
+{
+	struct pidlock *l = tu_new(path, flags);
+
+	tu_spawn(c, hold_fn, l);
+	pidlock_free(l);	/* never acquired here: frees memory only */
+	ck_assert_msg(tu_wait_signal(c) == 'L', "a holder (flags %#x) was "
+		      "refused the lock", flags);
+}
+
+static void assert_try(const char *path, unsigned int flags, int expect,
+		       const char *what)
+{
+	struct pidlock *l = tu_new(path, flags);
+	int r = pidlock_acquire(l, 0);
+
+	ck_assert_msg(r == expect, "%s: acquire %d, expected %d", what, r,
+		      expect);
+	pidlock_free(l);
+}
+
+/*
+ * Shared holders hold together; an exclusive acquirer is kept out by
+ * them, and keeps them out.  The kernel's locks decide: LOCK_SH and an
+ * OFD read lock against LOCK_EX and an OFD write lock.
+ */
+TU_LOCK_TEST(shared_holders_coexist, SH)
+{
+	struct tu_child a, b;
+	struct pidlock_info info;
+
+	hold(&a, p, SH);
+	hold(&b, p, SH);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_verify(l), 0);
+	assert_try(p, 0, -EWOULDBLOCK, "exclusive among readers");
+	/* A reader of one kind is not kept out by readers of the other. */
+	assert_try(p, SH | PIDLOCK_OFD_ONLY, 0, "ofd-only reader among readers");
+	assert_try(p, SH | PIDLOCK_FLOCK_ONLY, 0,
+		   "flock-only reader among readers");
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD);
+	ck_assert_uint_eq(info.shared, 1);
+	ck_assert_uint_eq(info.holders, 3);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	tu_tell(&a, 'R');
+	ck_assert_int_eq(tu_join(&a), 0);
+	tu_tell(&b, 'R');
+	ck_assert_int_eq(tu_join(&b), 0);
+	ck_assert(!tu_exists(p));
+}
+
+TU_LOCK_TEST(exclusive_excludes_shared, 0)
+{
+	struct tu_child c;
+	struct pidlock_info info;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	assert_try(p, SH, -EWOULDBLOCK, "shared under a writer");
+	assert_try(p, SH | PIDLOCK_FLOCK_ONLY, -EWOULDBLOCK, "flock-only reader");
+	assert_try(p, SH | PIDLOCK_OFD_ONLY, -EWOULDBLOCK, "ofd-only reader");
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_uint_eq(info.shared, 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	/* And a reader keeps the writer out, whichever kinds it took. */
+	hold(&c, p, SH | PIDLOCK_FLOCK_ONLY);
+	assert_try(p, 0, -EWOULDBLOCK, "writer under a flock-only reader");
+	assert_try(p, PIDLOCK_OFD_ONLY, -EWOULDBLOCK,
+		   "ofd-only writer under a flock-only reader");
+	tu_tell(&c, 'R');
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+}
+
+/* The record says shared=1, names a live holder, and every shared write
+ * is SHARED_RECORD_LEN (512) bytes: writers that race write one length. */
+TU_LOCK_TEST(shared_record_format, SH)
+{
+	size_t len;
+	char *s;
+
+	ck_assert_int_eq(pidlock_set_tag(l, "reader"), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	s = tu_read_file(p, &len);
+	ck_assert_uint_eq(len, 512);
+	ck_assert_ptr_nonnull(strstr(s, "\nshared=1\n"));
+	ck_assert_ptr_nonnull(strstr(s, "\ntag=reader\n"));
+	ck_assert_int_eq(record_pid(p), getpid());
+	free(s);
+	ck_assert_int_eq(pidlock_refresh(l), 0);
+	s = tu_read_file(p, &len);
+	ck_assert_uint_eq(len, 512);
+	free(s);
+}
+
+/*
+ * Last holder out: the file stays while any shared holder holds, and the
+ * last one to release removes it, whichever order they leave in.
+ */
+TU_LOCK_TEST(last_holder_out_unlinks, SH)
+{
+	struct tu_child a, b;
+
+	hold(&a, p, SH);
+	hold(&b, p, SH);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(tu_exists(p), "first of three out removed the file");
+	tu_tell(&b, 'R');
+	ck_assert_int_eq(tu_join(&b), 0);
+	ck_assert_msg(tu_exists(p), "second of three out removed the file");
+	tu_tell(&a, 'R');
+	ck_assert_int_eq(tu_join(&a), 0);
+	ck_assert_msg(!tu_exists(p), "the last one out left the file");
+}
+
+/*
+ * A leaver that is not the last, and whose pid the record names,
+ * rewrites it to name a holder that stays: a spec-only reader must not
+ * find a dead pid while the lock is held.
+ */
+TU_LOCK_TEST(leaver_names_a_staying_holder, SH)
+{
+	struct tu_child a;
+	size_t len;
+
+	hold(&a, p, SH);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(record_pid(p), getpid());
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert(tu_exists(p));
+	ck_assert_int_eq(record_pid(p), a.pid);
+	free(tu_read_file(p, &len));
+	ck_assert_uint_eq(len, 512);
+	tu_tell(&a, 'R');
+	ck_assert_int_eq(tu_join(&a), 0);
+	ck_assert(!tu_exists(p));
+}
+
+/*
+ * SIGKILLed shared holders: the survivors still hold, and the last one
+ * out removes the file, even when the killed holder was the one the
+ * record named.  When every holder is killed, the file is a crashed
+ * holder's: the next acquirer of either mode takes it at once.
+ */
+TU_LOCK_TEST(killed_holder_survivor_unlinks, SH)
+{
+	struct tu_child a, b;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	hold(&a, p, SH);
+	ck_assert_int_eq(record_pid(p), a.pid);
+	tu_kill(&a);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(!tu_exists(p), "the survivor left the file");
+
+	hold(&a, p, SH);
+	hold(&b, p, SH);
+	tu_kill(&a);
+	tu_kill(&b);
+	ck_assert(tu_exists(p));
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert(!tu_exists(p));
+	hold(&a, p, SH);
+	tu_kill(&a);
+	assert_try(p, 0, 0, "exclusive after a killed reader");
+}
+
+/*
+ * Leavers at the same moment: each one's upgrade may be refused by the
+ * other's read lock.  The retry after letting go makes sure the last
+ * one out still removes the file, every round.
+ */
+static int leave_together(struct tu_child *c, void *arg)
+{
+	struct pidlock *l = tu_new(arg, SH);
+
+	TU_CHILD_CHECK(pidlock_acquire(l, 5000) == 0);
+	tu_signal(c, 'L');
+	TU_CHILD_CHECK(tu_wait_parent(c) == 'R');
+	TU_CHILD_CHECK(pidlock_release(l) == 0);
+	pidlock_free(l);
+	return 0;
+}
+
+START_TEST(concurrent_leavers_one_unlinks)
+{
+	enum { HOLDERS = 4, ROUNDS = 150 };
+	char *p = tu_path("a.lock");
+	int left = 0;
+
+	for (int round = 0; round < ROUNDS; round++) {
+		struct tu_child c[HOLDERS];
+
+		for (int i = 0; i < HOLDERS; i++) {
+			tu_spawn(&c[i], leave_together, p);
+			ck_assert_int_eq(tu_wait_signal(&c[i]), 'L');
+		}
+		for (int i = 0; i < HOLDERS; i++)
+			tu_tell(&c[i], 'R');
+		for (int i = 0; i < HOLDERS; i++)
+			ck_assert_int_eq(tu_join(&c[i]), 0);
+		if (tu_exists(p)) {
+			left++;
+			ck_assert_int_eq(unlink(p), 0);
+		}
+	}
+	ck_assert_msg(left == 0, "the file stayed after %d of %d rounds", left,
+		      ROUNDS);
+}
+END_TEST
+
+/* ---- flock(1): -s and -x against our two modes, both ways ------------ */
+
+static int shell_worker(struct tu_child *c, void *arg)
+{
+	(void)c;
+	execl("/bin/sh", "sh", "-c", (const char *)arg, (char *)NULL);
+	_exit(127);
+}
+
+/* A peer that holds `path` with `args` until killed; returns once it
+ * holds (its lock shows in /proc/locks). */
+static void peer_holds(struct tu_child *c, const char *bin, const char *args,
+		       const char *path)
+{
+	static char cmd[4200];
+	struct pidlock_info info;
+
+	snprintf(cmd, sizeof(cmd), "exec '%s' %s '%s' sleep 60", bin, args,
+		 path);
+	tu_spawn(c, shell_worker, cmd);
+	for (int i = 0; i < 5000; i++) {
+		if (pidlock_inspect(path, &info, 0) == 0 && info.kernel_locks)
+			return;
+		usleep(1000);
+	}
+	ck_abort_msg("%s %s never took its lock", bin, args);
+}
+
+static void stop_peer(struct tu_child *c)
+{
+	kill(c->pid, SIGKILL);
+	(void)tu_join(c);
+}
+
+TU_LOCK_TEST(flock1_shared_both_ways, SH)
+{
+	const char *flock1 = peer("FLOCK");
+	struct tu_child c;
+
+	/* flock(1) made the file first: it is kept (inode-blind peer).  It
+	 * is empty and young: rule C's grace is waited out first. */
+	peer_holds(&c, flock1, "-o -s", p);
+	ck_assert_int_eq(pidlock_acquire(l, 5000), 0);
+	assert_try(p, 0, -EWOULDBLOCK, "exclusive under flock -s");
+	ck_assert_int_eq(tu_sh("'%s' -n -s '%s' true", flock1, p), 0);
+	ck_assert_int_eq(tu_sh("'%s' -n -x '%s' true", flock1, p), 1);
+	stop_peer(&c);
+	ck_assert_int_eq(tu_sh("'%s' -n -x '%s' true", flock1, p), 1);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(tu_exists(p), "a file flock(1) made is kept");
+	ck_assert_int_eq(tu_sh("'%s' -n -x '%s' true", flock1, p), 0);
+
+	peer_holds(&c, flock1, "-o -x", p);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	ck_assert_int_eq(tu_sh("'%s' -n -s '%s' true", flock1, p), 1);
+	stop_peer(&c);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+}
+
+/* ---- fcntl(2) read and write locks of another process ---------------- */
+
+/* A classic POSIX record lock over the whole file, in a process of its
+ * own (they belong to processes), held until told anything. */
+static int posix_holder(struct tu_child *c, void *arg)
+{
+	struct flock fl = { .l_type = (short)(long)arg, .l_whence = SEEK_SET };
+	int fd = open(tu_path("a.lock"), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+	TU_CHILD_CHECK(fd >= 0);
+	tu_signal(c, fcntl(fd, F_SETLK, &fl) < 0 ? 'N' : 'L');
+	(void)tu_wait_parent(c);
+	return 0;
+}
+
+static char posix_try(long type)
+{
+	struct tu_child c;
+	char got;
+
+	tu_spawn(&c, posix_holder, (void *)type);
+	got = tu_wait_signal(&c);
+	tu_tell(&c, 'X');
+	ck_assert_int_eq(tu_join(&c), 0);
+	return got;
+}
+
+TU_LOCK_TEST(fcntl_read_write_both_ways, SH)
+{
+	struct tu_child c;
+
+	/* The peers leave an empty file: no grace to wait out for it. */
+	ck_assert_int_eq(pidlock_set_grace(l, 0), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(posix_try(F_RDLCK), 'L');
+	ck_assert_int_eq(posix_try(F_WRLCK), 'N');
+	ck_assert_int_eq(pidlock_release(l), 0);
+
+	tu_write(p, "");
+	tu_spawn(&c, posix_holder, (void *)(long)F_RDLCK);
+	ck_assert_int_eq(tu_wait_signal(&c), 'L');
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	assert_try(p, 0, -EWOULDBLOCK, "exclusive under a POSIX read lock");
+	ck_assert_int_eq(pidlock_release(l), 0);
+	tu_tell(&c, 'X');
+	ck_assert_int_eq(tu_join(&c), 0);
+
+	tu_spawn(&c, posix_holder, (void *)(long)F_WRLCK);
+	ck_assert_int_eq(tu_wait_signal(&c), 'L');
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	tu_tell(&c, 'X');
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+}
+
+/* with-lock-ex: an exclusive fcntl-family peer with an inode check. */
+TU_LOCK_TEST(with_lock_ex_excludes_shared, SH)
+{
+	const char *wle = peer("WITH_LOCK_EX");
+	struct tu_child c;
+
+	ck_assert_int_eq(pidlock_set_grace(l, 0), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	/* -q: exit 0 without running the command if the lock is busy. */
+	ck_assert_int_eq(tu_sh("'%s' -q '%s' touch '%s'", wle, p,
+			       tu_path("ran")), 0);
+	ck_assert(!tu_exists(tu_path("ran")));
+	ck_assert_int_eq(pidlock_release(l), 0);
+	peer_holds(&c, wle, "-w", p);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	stop_peer(&c);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+}
+
+/* ---- a spec-only peer --------------------------------------------------- */
+
+/*
+ * A spec-only reader sees the file as held, with a parsable record whose
+ * pid is alive and timestamp fresh, for as long as any shared holder
+ * holds; it finds the path free once the last one is out.
+ */
+TU_LOCK_TEST(spec_peer_sees_shared_held, SH)
+{
+	struct tu_child a;
+	long pid;
+
+	hold(&a, p, SH);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_int_eq(open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644),
+			 -1);
+	ck_assert_int_eq(errno, EEXIST);
+	pid = record_pid(p);
+	ck_assert_int_eq(pid, a.pid);
+	ck_assert_int_eq(kill((pid_t)pid, 0), 0);
+	ck_assert_ptr_nonnull(strstr(tu_read(p), "timestamp="));
+	tu_tell(&a, 'R');
+	ck_assert_int_eq(tu_join(&a), 0);
+	ck_assert(!tu_exists(p));
+	/* And a spec record keeps readers out, as it keeps writers out. */
+	tu_write_spec(p, getpid(), 0, NULL);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+}
+
+/* ---- kept files ------------------------------------------------------- */
+
+/* With PIDLOCK_KEEP_FILE the last one out marks the record released and
+ * leaves the inode at the path; the earlier ones leave it held. */
+TU_LOCK_TEST(last_out_keeps_kept_file, SH | PIDLOCK_KEEP_FILE)
+{
+	struct tu_child a;
+	ino_t ino;
+
+	hold(&a, p, SH | PIDLOCK_KEEP_FILE);
+	ino = tu_ino(p);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_ptr_null(strstr(tu_read(p), "released="));
+	tu_tell(&a, 'R');
+	ck_assert_int_eq(tu_join(&a), 0);
+	ck_assert_uint_eq(tu_ino(p), ino);
+	ck_assert_ptr_nonnull(strstr(tu_read(p), "released="));
+}
+
+/* ---- writers are not starved ------------------------------------------ */
+
+/* A reader that takes the lock shared, holds it 20 to 80 ms, lets go and
+ * comes back at once, until the file "stop" appears. */
+static int steady_reader(struct tu_child *c, void *arg)
+{
+	struct pidlock *l = tu_new(arg, SH);
+	unsigned int seed = (unsigned int)getpid();
+
+	TU_CHILD_CHECK(pidlock_set_grace(l, 0) == 0);
+	tu_signal(c, 'S');
+	while (!tu_exists(tu_path("stop"))) {
+		TU_CHILD_CHECK(pidlock_acquire(l, -1) == 0);
+		usleep((useconds_t)(20000 + rand_r(&seed) % 60000));
+		TU_CHILD_CHECK(pidlock_release(l) == 0);
+	}
+	pidlock_free(l);
+	return 0;
+}
+
+/* The writer: blocks in the kernel (timeout -1), says when it is in. */
+static int blocking_writer(struct tu_child *c, void *arg)
+{
+	struct pidlock *l = tu_new(arg, 0);
+
+	TU_CHILD_CHECK(pidlock_acquire(l, -1) == 0);
+	tu_signal(c, 'L');
+	TU_CHILD_CHECK(pidlock_release(l) == 0);
+	pidlock_free(l);
+	return 0;
+}
+
+/* Did c say something within ms? */
+static bool said_within(struct tu_child *c, int ms)
+{
+	struct pollfd pfd = { .fd = c->from_child, .events = POLLIN };
+
+	return poll(&pfd, 1, ms) == 1;
+}
+
+/*
+ * Six readers whose holds overlap all the time: without a rule, a
+ * writer blocked in the kernel waits until they happen to be out all at
+ * once, which may be never (flock(2) and fcntl locks do not queue).  A
+ * shared acquirer backs off while a writer waits in the kernel, so the
+ * writer gets in once the holds of the moment end (at most 80 ms).  The
+ * bound, 10 s, is one of liveness, not of speed; the longest wait is
+ * printed.
+ */
+#define WRITER_BOUND_MS 10000
+
+START_TEST(writer_not_starved)
+{
+	enum { READERS = 6, WRITES = 3 };
+	char *p = tu_path("a.lock");
+	struct tu_child c[READERS], w;
+	long worst = 0;
+
+	for (int i = 0; i < READERS; i++) {
+		tu_spawn(&c[i], steady_reader, p);
+		ck_assert_int_eq(tu_wait_signal(&c[i]), 'S');
+		tu_msleep(7);	/* staggered, so that the holds overlap */
+	}
+	for (int i = 0; i < WRITES; i++) {
+		long t0;
+		bool in;
+
+		tu_msleep(300);	/* the readers' stream is steady again */
+		t0 = tu_ms();
+		tu_spawn(&w, blocking_writer, p);
+		in = said_within(&w, WRITER_BOUND_MS);
+		if (tu_ms() - t0 > worst)
+			worst = tu_ms() - t0;
+		if (!in) {
+			tu_write(tu_path("stop"), "");
+			kill(w.pid, SIGKILL);
+		}
+		ck_assert_msg(in, "the writer waited more than %d ms",
+			      WRITER_BOUND_MS);
+		ck_assert_int_eq(tu_wait_signal(&w), 'L');
+		ck_assert_int_eq(tu_join(&w), 0);
+	}
+	tu_write(tu_path("stop"), "");
+	for (int i = 0; i < READERS; i++)
+		ck_assert_int_eq(tu_join(&c[i]), 0);
+	fprintf(stderr, "writer_not_starved: longest writer wait %ld ms\n",
+		worst);
+}
+END_TEST
+
+/* ---- status ----------------------------------------------------------- */
+
+/* pidlock_holder() after a busy try names the mode and counts holders. */
+TU_LOCK_TEST(holder_reports_shared, 0)
+{
+	struct tu_child a, b;
+	struct pidlock_info info;
+
+	hold(&a, p, SH);
+	hold(&b, p, SH);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	ck_assert_int_eq(pidlock_holder(l, &info), 0);
+	ck_assert_uint_eq(info.shared, 1);
+	ck_assert_uint_eq(info.holders, 2);
+	ck_assert(info.kernel_pid == a.pid || info.kernel_pid == b.pid);
+	tu_tell(&a, 'R');
+	ck_assert_int_eq(tu_join(&a), 0);
+	tu_tell(&b, 'R');
+	ck_assert_int_eq(tu_join(&b), 0);
+}
+
+int main(void)
+{
+	const struct tu_case cases[] = {
+		{ shared_holders_coexist, 1 },
+		{ exclusive_excludes_shared, 1 },
+		{ shared_record_format, 1 },
+		{ last_holder_out_unlinks, 1 },
+		{ leaver_names_a_staying_holder, 1 },
+		{ killed_holder_survivor_unlinks, 1 },
+		{ concurrent_leavers_one_unlinks, 1 },
+		{ flock1_shared_both_ways, 1 },
+		{ fcntl_read_write_both_ways, 1 },
+		{ with_lock_ex_excludes_shared, 1 },
+		{ spec_peer_sees_shared_held, 1 },
+		{ last_out_keeps_kept_file, 1 },
+		{ holder_reports_shared, 1 },
+		{ writer_not_starved, 1 },
+		{ NULL, 0 },
+	};
+
+	tu_run_cases("shared", "shared", 60, cases);
+}
