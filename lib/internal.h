@@ -221,6 +221,9 @@ void wait_init(struct watch *w, const char *dir);
 int wait_watch_file(struct watch *w, const char *path, uint32_t mask);
 void wait_unwatch_file(struct watch *w);
 void wait_watch_dir(struct watch *w);
+typedef bool (*wait_hit_fn)(const struct inotify_event *ev, const void *arg);
+int wait_read_events(int ifd, wait_hit_fn hit, const void *arg);
+int wait_poll_events(int ifd, int64_t ms, wait_hit_fn hit, const void *arg);
 int wait_drain(struct watch *w, const char *base);
 int wait_for_event(struct watch *w, const char *base, int64_t timeout_ms,
 		   int64_t poll_ms);

@@ -88,37 +88,6 @@ int klock_try_exclusive(int fd, unsigned int kinds)
 }
 
 /*
- * Which of `kinds` (ones a shared holder did not take) does somebody
- * hold exclusively?  Readers share with us; only a writer keeps a
- * shared acquirer out.  The OFD query asks with a read lock, which only
- * a write lock conflicts with; flock is taken shared and dropped.
- */
-int klock_test_exclusive(int fd, unsigned int kinds, unsigned int *held)
-{
-	struct flock fl;
-
-	*held = 0;
-	if (kinds & PIDLOCK_KIND_OFD) {
-		whole_file(&fl, F_RDLCK);
-		if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
-			return -errno;
-		if (fl.l_type != F_UNLCK)
-			*held |= PIDLOCK_KIND_OFD;
-	}
-	if (kinds & PIDLOCK_KIND_FLOCK) {
-		if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
-			if (flock(fd, LOCK_UN) < 0)
-				return -errno;
-		} else if (errno == EWOULDBLOCK) {
-			*held |= PIDLOCK_KIND_FLOCK;
-		} else {
-			return -errno;
-		}
-	}
-	return 0;
-}
-
-/*
  * The file system check of a shared holder (acquire.c): does a second
  * open file description see our read locks?  A writer must be refused.
  * fd may be read-only, where only a query can ask for the OFD lock.
@@ -142,34 +111,45 @@ bool klock_shared_excludes(int fd, unsigned int kinds)
 }
 
 /*
- * Which of `kinds` (ones we did not take) does somebody else hold?  The
- * OFD test is a query.  flock has no query, so we take it without
- * waiting and drop it again: we hold the fd's other lock meanwhile, so
- * nobody following our protocol can be hurt by the moment we hold it.
+ * Which of `kinds` (ones we did not take) does somebody else hold in a
+ * way that conflicts with a lock of type `type` (F_WRLCK: any lock;
+ * F_RDLCK: a writer's only, as a shared holder asks)?  The OFD test is a
+ * query.  flock has no query, so we take it without waiting and drop it
+ * again: we hold the fd's other lock meanwhile, so nobody following our
+ * protocol can be hurt by the moment we hold it.
  */
-int klock_test(int fd, unsigned int kinds, unsigned int *held)
+static int test_kinds(int fd, unsigned int kinds, short type,
+		      unsigned int *held)
 {
 	struct flock fl;
 
 	*held = 0;
 	if (kinds & PIDLOCK_KIND_OFD) {
-		whole_file(&fl, F_WRLCK);
+		whole_file(&fl, type);
 		if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
 			return -errno;
 		if (fl.l_type != F_UNLCK)
 			*held |= PIDLOCK_KIND_OFD;
 	}
-	if (kinds & PIDLOCK_KIND_FLOCK) {
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-			if (flock(fd, LOCK_UN) < 0)
-				return -errno;
-		} else if (errno == EWOULDBLOCK) {
-			*held |= PIDLOCK_KIND_FLOCK;
-		} else {
-			return -errno;
-		}
-	}
+	if (!(kinds & PIDLOCK_KIND_FLOCK))
+		return 0;
+	if (flock(fd, (type == F_RDLCK ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0)
+		return flock(fd, LOCK_UN) < 0 ? -errno : 0;
+	if (errno != EWOULDBLOCK)
+		return -errno;
+	*held |= PIDLOCK_KIND_FLOCK;
 	return 0;
+}
+
+int klock_test(int fd, unsigned int kinds, unsigned int *held)
+{
+	return test_kinds(fd, kinds, F_WRLCK, held);
+}
+
+/* Readers share with a shared holder; only a writer keeps it out. */
+int klock_test_exclusive(int fd, unsigned int kinds, unsigned int *held)
+{
+	return test_kinds(fd, kinds, F_RDLCK, held);
 }
 
 /*

@@ -20,8 +20,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,57 +141,32 @@ void slots_watch_files(struct slots_watch *w, const struct pidlock_slots *s)
 					SLOT_FILE_EVENTS);
 }
 
-/* Did the queued events free or change a slot?  1 yes, 0 no, -errno. */
-static int drain(const struct slots_watch *w, const struct pidlock_slots *s)
+struct slot_hit_arg {
+	const struct slots_watch *w;
+	const struct pidlock_slots *s;
+};
+
+/* An event frees or changes a slot: any on a slot file, or one on a
+ * slot's name in the directory. */
+static bool slot_hit(const struct inotify_event *ev, const void *arg)
 {
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	int hit = 0;
+	const struct slot_hit_arg *a = arg;
 
-	for (;;) {
-		ssize_t n = read(w->ifd, buf, sizeof(buf));
-		const char *p = buf;
-
-		if (n < 0)
-			return errno == EAGAIN ? hit : -errno;
-		while (p < buf + n) {
-			const struct inotify_event *ev = (const void *)p;
-
-			if (ev->wd != w->dir_wd || ev->mask & IN_Q_OVERFLOW ||
-			    (ev->len && slots_name_is_slot(s, ev->name)))
-				hit = 1;
-			p += sizeof(*ev) + ev->len;
-		}
-	}
+	return ev->wd != a->w->dir_wd || ev->mask & IN_Q_OVERFLOW ||
+	       (ev->len && slots_name_is_slot(a->s, ev->name));
 }
 
 /*
  * Sleep up to ms for an event on a slot.  1 on an event, 0 when the
- * time is up, -EINTR if a signal handler ran (poll(2) is never
- * restarted).  Events on other names of the directory (temp files,
- * other locks) are read and slept through.
+ * time is up, -EINTR if a signal handler ran.  Events on other names of
+ * the directory (temp files, other locks) are read and slept through.
  */
 int slots_watch_wait(struct slots_watch *w, const struct pidlock_slots *s,
 		     int64_t ms)
 {
-	int64_t until = io_now_ms() + ms;
+	const struct slot_hit_arg a = { w, s };
 
-	for (;;) {
-		struct pollfd pfd = { .fd = w->ifd, .events = POLLIN };
-		int64_t left = until - io_now_ms();
-		int n, hit;
-
-		if (left <= 0)
-			return 0;
-		n = poll(&pfd, w->ifd >= 0 ? 1 : 0,
-			 (int)(left > INT_MAX ? INT_MAX : left));
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return 0;
-		hit = drain(w, s);
-		if (hit)
-			return hit;
-	}
+	return wait_poll_events(w->ifd, ms, slot_hit, &a);
 }
 
 void slots_watch_close(struct slots_watch *w)

@@ -100,55 +100,86 @@ static bool is_hit(const struct watch *w, const struct inotify_event *ev,
 	       strcmp(ev->name, base) == 0;
 }
 
-/* Did the queued events touch the file, or the name `base` in the dir? */
-int wait_drain(struct watch *w, const char *base)
+/* Read every queued event of ifd: 1 if hit() said yes to one, 0 if to
+ * none, -errno. */
+int wait_read_events(int ifd, wait_hit_fn hit, const void *arg)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	int hit = 0;
+	int any = 0;
 
 	for (;;) {
-		ssize_t n = read(w->ifd, buf, sizeof(buf));
+		ssize_t n = read(ifd, buf, sizeof(buf));
 		const char *p = buf;
 
 		if (n < 0)
-			return errno == EAGAIN ? hit : -errno;
+			return errno == EAGAIN ? any : -errno;
 		while (p < buf + n) {
 			const struct inotify_event *ev = (const void *)p;
 
-			if (is_hit(w, ev, base))
-				hit = 1;
+			if (hit(ev, arg))
+				any = 1;
 			p += sizeof(*ev) + ev->len;
 		}
 	}
 }
 
-/*
- * Wait up to timeout_ms for an event on the file or on `base`, never
- * longer than poll_ms.  Returns 1 on an event, 0 when the time is up,
- * -EINTR if a signal handler ran (poll(2) is never restarted, whatever
- * SA_RESTART says).
- */
-int wait_for_event(struct watch *w, const char *base, int64_t timeout_ms,
-		   int64_t poll_ms)
+struct hit_arg {
+	const struct watch *w;
+	const char *base;
+};
+
+static bool lock_hit(const struct inotify_event *ev, const void *arg)
 {
-	int64_t until = io_now_ms() + (timeout_ms < poll_ms ? timeout_ms : poll_ms);
+	const struct hit_arg *a = arg;
+
+	return is_hit(a->w, ev, a->base);
+}
+
+/* Did the queued events touch the file, or the name `base` in the dir? */
+int wait_drain(struct watch *w, const char *base)
+{
+	const struct hit_arg a = { w, base };
+
+	return wait_read_events(w->ifd, lock_hit, &a);
+}
+
+/*
+ * Sleep up to ms for an event of ifd that hit() says yes to; the others
+ * are read and slept through.  Returns 1 on such an event, 0 when the
+ * time is up, -EINTR if a signal handler ran (poll(2) is never
+ * restarted, whatever SA_RESTART says).  With no ifd, a plain sleep.
+ */
+int wait_poll_events(int ifd, int64_t ms, wait_hit_fn hit, const void *arg)
+{
+	int64_t until = io_now_ms() + ms;
 
 	for (;;) {
-		struct pollfd pfd = { .fd = w->ifd, .events = POLLIN };
+		struct pollfd pfd = { .fd = ifd, .events = POLLIN };
 		int64_t left = until - io_now_ms();
-		int n, hit;
+		int n, r;
 
 		if (left <= 0)
 			return 0;
-		n = poll(&pfd, w->ifd >= 0 ? 1 : 0, (int)(left > INT_MAX ? INT_MAX : left));
+		n = poll(&pfd, ifd >= 0 ? 1 : 0, (int)(left > INT_MAX ? INT_MAX : left));
 		if (n < 0)
 			return -errno;
 		if (n == 0)
 			return 0;
-		hit = wait_drain(w, base);
-		if (hit)
-			return hit;
+		r = wait_read_events(ifd, hit, arg);
+		if (r)
+			return r;
 	}
+}
+
+/* Wait up to timeout_ms for an event on the file or on `base`, never
+ * longer than poll_ms; as wait_poll_events(). */
+int wait_for_event(struct watch *w, const char *base, int64_t timeout_ms,
+		   int64_t poll_ms)
+{
+	const struct hit_arg a = { w, base };
+
+	return wait_poll_events(w->ifd, timeout_ms < poll_ms ? timeout_ms : poll_ms,
+				lock_hit, &a);
 }
 
 /* Stop watching a kept descriptor, then close it: in that order, so
