@@ -244,25 +244,32 @@ START_TEST(first_try_spreads_by_pid)
 }
 END_TEST
 
-/* Rule "a wait wakes when any slot frees": both slots held, a waiter
- * with no poll to speak of (NO_POLL_MS) gets the slot one holder
- * releases, timed (_i 0) or blocking (_i 1). */
-START_TEST(waiter_wakes_on_any_release)
+/* Both of 2 slots held (their numbers in k), and a waiter with no poll
+ * to speak of (NO_POLL_MS), timed (blocking 0) or blocking, asleep. */
+static void full_with_waiter(struct tu_child c[2], int k[2],
+			     struct tu_child *wc, int blocking)
 {
-	struct holder_arg a = { .n = 2, .timeout_ms = 0 };
-	struct holder_arg w = { .n = 2, .timeout_ms = _i ? -1 : 30000,
-				.retry_ms = NO_POLL_MS };
-	struct tu_child c[2], wc;
-	int k[2], got;
+	static struct holder_arg a = { .n = 2, .timeout_ms = 0 };
+	static struct holder_arg w = { .n = 2, .retry_ms = NO_POLL_MS };
 
+	w.timeout_ms = blocking ? -1 : 30000;
 	for (int i = 0; i < 2; i++)
 		k[i] = hold(&c[i], &a);
-	spawn(&wc, holder_fn, &w);
-	ck_assert_int_eq(tu_wait_signal(&wc), 'W');
+	spawn(wc, holder_fn, &w);
+	ck_assert_int_eq(tu_wait_signal(wc), 'W');
 	tu_msleep(300);
+}
+
+/* Rule "a wait wakes when any slot frees": the waiter, timed (_i 0) or
+ * blocking (_i 1), gets the slot one holder releases. */
+START_TEST(waiter_wakes_on_any_release)
+{
+	struct tu_child c[2], wc;
+	int k[2];
+
+	full_with_waiter(c, k, &wc, _i);
 	let_go(&c[1]);
-	got = tu_wait_signal(&wc) - '0';
-	ck_assert_int_eq(got, k[1]);
+	ck_assert_int_eq(tu_wait_signal(&wc) - '0', k[1]);
 	let_go(&wc);
 	let_go(&c[0]);
 }
@@ -272,21 +279,13 @@ END_TEST
  * to a waiter (woken by the close, not by a poll) and then to a try. */
 START_TEST(sigkilled_holder_frees_slot)
 {
-	struct holder_arg a = { .n = 2, .timeout_ms = 0 };
-	struct holder_arg w = { .n = 2, .timeout_ms = _i ? -1 : 30000,
-				.retry_ms = NO_POLL_MS };
 	struct pidlock_slots *s = new_slots(2, 0);
 	struct tu_child c[2], wc;
-	int k[2], got;
+	int k[2];
 
-	for (int i = 0; i < 2; i++)
-		k[i] = hold(&c[i], &a);
-	spawn(&wc, holder_fn, &w);
-	ck_assert_int_eq(tu_wait_signal(&wc), 'W');
-	tu_msleep(300);
+	full_with_waiter(c, k, &wc, _i);
 	tu_kill(&c[0]);
-	got = tu_wait_signal(&wc) - '0';
-	ck_assert_int_eq(got, k[0]);
+	ck_assert_int_eq(tu_wait_signal(&wc) - '0', k[0]);
 	tu_kill(&wc);
 	/* Killed too: its slot is free for a try at once. */
 	ck_assert_int_eq(pidlock_slots_acquire(s, 0), k[0]);

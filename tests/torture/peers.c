@@ -73,7 +73,9 @@ static void broken(const char *what)
 		     (long long)mono_ns());
 }
 
-static long cs_enter(void)
+/* Into a critical section: the counter's value, journalled as
+ * "<tag> id value ns", then a random stay. */
+static long cs_in(char tag)
 {
 	long v;
 	int r;
@@ -83,12 +85,17 @@ static long cs_enter(void)
 	if (r < 0)
 		fail(-r, "counter-read");
 	shm->last_enter_ns = mono_ns();
-	journal_line(me.jfd, "E %ld %ld %lld\n", me.id, v,
+	journal_line(me.jfd, "%c %ld %ld %lld\n", tag, me.id, v,
 		     (long long)mono_ns());
 	/* Long enough for a second process to get in, were that possible. */
 	if (cfg->cs_us)
 		sleep_us(rnd() % cfg->cs_us);
 	return v;
+}
+
+static long cs_enter(void)
+{
+	return cs_in('E');
 }
 
 static void cs_leave(long v)
@@ -109,18 +116,10 @@ static void cs_leave(long v)
  */
 static void cs_read(void)
 {
-	long v, w;
+	long w;
 	int r;
 
-	set_phase(PH_CS);
-	r = counter_read(me.dirfd, &v);
-	if (r < 0)
-		fail(-r, "counter-read");
-	shm->last_enter_ns = mono_ns();
-	journal_line(me.jfd, "R %ld %ld %lld\n", me.id, v,
-		     (long long)mono_ns());
-	if (cfg->cs_us)
-		sleep_us(rnd() % cfg->cs_us);
+	(void)cs_in('R');
 	r = counter_read(me.dirfd, &w);
 	if (r < 0)
 		fail(-r, "counter-read");
