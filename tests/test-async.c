@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,63 @@ START_TEST(async_flock1_holder)
 	(void)busy_fd(l);
 	ck_assert_int_ge(loop_until_held(l, 10000), 1);
 	ck_assert_msg(tu_ms() - t0 < 5000, "not woken by flock(1)'s exit");
+	ck_assert_int_eq(pidlock_release(l), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+/* with-lock-ex holds the file: the loop wakes when it lets go. */
+START_TEST(async_with_lock_ex_holder)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = patient(p, 0);
+	long t0 = tu_ms();
+
+	ck_assert_int_eq(tu_sh("'%s' -w '%s' sleep 0.5 &",
+			       tu_peer("WITH_LOCK_EX"), p), 0);
+	while (!tu_exists(p))
+		usleep(10 * 1000);
+	usleep(100 * 1000);
+	(void)busy_fd(l);
+	ck_assert_int_ge(loop_until_held(l, 10000), 1);
+	ck_assert_msg(tu_ms() - t0 < 5000, "not woken by with-lock-ex's exit");
+	ck_assert_int_eq(pidlock_release(l), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+/* A POSIX fcntl(2) write lock of another process (which holds no flock):
+ * the loop wakes when that process closes the file. */
+static int posix_holder(struct tu_child *c, void *arg)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int fd = open(arg, O_RDWR | O_CLOEXEC);
+
+	TU_CHILD_CHECK(fd >= 0);
+	TU_CHILD_CHECK(fcntl(fd, F_SETLK, &fl) == 0);
+	tu_signal(c, 'L');
+	(void)tu_wait_parent(c);
+	return 0;
+}
+
+START_TEST(async_posix_holder)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = patient(p, 0);
+	struct tu_child c;
+	long t0;
+
+	tu_write(p, "");
+	tu_set_mtime_ago(p, 60);	/* an old empty file: no grace to wait */
+	tu_spawn(&c, posix_holder, (void *)p);
+	ck_assert_int_eq(tu_wait_signal(&c), 'L');
+	(void)busy_fd(l);
+	t0 = tu_ms();
+	tu_tell_later(&c, 300, 'X');
+	ck_assert_int_ge(loop_until_held(l, 10000), 1);
+	ck_assert_msg(tu_ms() - t0 < 5000, "not woken by the POSIX holder's exit");
+	ck_assert_int_eq(tu_join(&c), 0);
+	wait(NULL);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	pidlock_free(l);
 }
@@ -243,6 +301,8 @@ int main(void)
 		{ async_wakes_on_release,
 		  sizeof(holder_flags) / sizeof(holder_flags[0]) },
 		{ async_flock1_holder, 1 },
+		{ async_with_lock_ex_holder, 1 },
+		{ async_posix_holder, 1 },
 		{ async_spec_holder_removed, 1 },
 		{ async_never_spins, 2 },
 		{ async_cancel, 1 },

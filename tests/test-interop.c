@@ -20,16 +20,6 @@
 
 #include "testutil.h"
 
-/* A missing peer fails the test: the suite proves nothing without it. */
-static const char *peer(const char *var)
-{
-	const char *p = getenv(var);
-
-	ck_assert_msg(p && p[0], "%s not found at configure time: install "
-		      "chiark-utils-bin (with-lock-ex) and util-linux (flock)", var);
-	return p;
-}
-
 /* ---- a spec-only peer, exactly as the spec says ---------------------- */
 
 struct spec_opts {
@@ -267,7 +257,7 @@ START_TEST(with_lock_ex_counter)
 {
 	char locker[4200];
 
-	snprintf(locker, sizeof(locker), "'%s' -w", peer("WITH_LOCK_EX"));
+	snprintf(locker, sizeof(locker), "'%s' -w", tu_peer("WITH_LOCK_EX"));
 	shell_peer_counter(locker, PIDLOCK_NO_SYNC, 20);
 }
 END_TEST
@@ -330,7 +320,7 @@ static void wle_seen(struct pidlock *l, const char *path, pid_t peer_pid)
  * hold. */
 START_TEST(with_lock_ex_excludes)
 {
-	excludes_both_ways(peer("WITH_LOCK_EX"), "-w", wle_refused, wle_seen);
+	excludes_both_ways(tu_peer("WITH_LOCK_EX"), "-w", wle_refused, wle_seen);
 }
 END_TEST
 
@@ -339,7 +329,7 @@ START_TEST(flock1_keep_file_counter)
 {
 	char locker[4200];
 
-	snprintf(locker, sizeof(locker), "'%s'", peer("FLOCK"));
+	snprintf(locker, sizeof(locker), "'%s'", tu_peer("FLOCK"));
 	shell_peer_counter(locker, PIDLOCK_NO_SYNC | PIDLOCK_KEEP_FILE, 200);
 }
 END_TEST
@@ -356,7 +346,7 @@ static void flock1_refused(const char *bin, const char *path)
  * stays with flock(1), not with the sleep it runs. */
 START_TEST(flock1_excludes)
 {
-	excludes_both_ways(peer("FLOCK"), "-o", flock1_refused, NULL);
+	excludes_both_ways(tu_peer("FLOCK"), "-o", flock1_refused, NULL);
 }
 END_TEST
 

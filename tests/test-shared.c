@@ -24,16 +24,6 @@
 
 #define SH PIDLOCK_SHARED
 
-/* A missing peer fails the test: it proves nothing without it. */
-static const char *peer(const char *var)
-{
-	const char *p = getenv(var);
-
-	ck_assert_msg(p && p[0], "%s not found at configure time: install "
-		      "chiark-utils-bin (with-lock-ex) and util-linux (flock)", var);
-	return p;
-}
-
 /* pid= of the record at path, 0 if none. */
 static long record_pid(const char *path)
 {
@@ -305,7 +295,7 @@ static void stop_peer(struct tu_child *c)
 
 TU_LOCK_TEST(flock1_shared_both_ways, SH)
 {
-	const char *flock1 = peer("FLOCK");
+	const char *flock1 = tu_peer("FLOCK");
 	struct tu_child c;
 
 	/* flock(1) made the file first: it is kept (inode-blind peer).  It
@@ -387,7 +377,7 @@ TU_LOCK_TEST(fcntl_read_write_both_ways, SH)
 /* with-lock-ex: an exclusive fcntl-family peer with an inode check. */
 TU_LOCK_TEST(with_lock_ex_excludes_shared, SH)
 {
-	const char *wle = peer("WITH_LOCK_EX");
+	const char *wle = tu_peer("WITH_LOCK_EX");
 	struct tu_child c;
 
 	ck_assert_int_eq(pidlock_set_grace(l, 0), 0);

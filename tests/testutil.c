@@ -116,13 +116,18 @@ int tu_count_inotify(void)
 	return n;
 }
 
+const char *tu_peer(const char *var)
+{
+	const char *p = getenv(var);
+
+	ck_assert_msg(p && p[0], "%s not found at configure time: install "
+		      "chiark-utils-bin (with-lock-ex) and util-linux (flock)", var);
+	return p;
+}
+
 const char *tu_flock_bin(void)
 {
-	const char *p = getenv("FLOCK");
-
-	ck_assert_msg(p && p[0], "flock(1) not found at configure time: "
-		      "install util-linux");
-	return p;
+	return tu_peer("FLOCK");
 }
 
 void tu_write(const char *path, const char *content)

@@ -37,7 +37,9 @@ void tu_cleanup(void);
 int tu_count_fds(void);
 /* Our inotify instances (descriptors of anon_inode:inotify). */
 int tu_count_inotify(void);
-/* flock(1), as configure found it ($FLOCK); fails the test without. */
+/* A peer program as configure found it ($WITH_LOCK_EX, $FLOCK).  A
+ * missing peer fails the test: it proves nothing without it. */
+const char *tu_peer(const char *var);
 const char *tu_flock_bin(void);
 void tu_write(const char *path, const char *content);
 /* Whole file as a NUL-terminated string; "" if missing.  Static buffer. */
