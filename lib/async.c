@@ -73,12 +73,21 @@ static int try_and_arm(struct pidlock *lock, int *timeout_ms)
 
 static int async_step(struct pidlock *lock, int *pollfd, int *timeout_ms)
 {
+	unsigned long gen = lock ? lock->gen : 0;
+	bool resumed = lock && lock->async_on, known = lock && lock->have_holder;
 	int r = acquire_begin(lock);
 
 	if (r < 0) {
 		if (r != -EALREADY)
 			async_cancel(lock);
 		return r;
+	}
+	/* The wait began at the first call: a fork since then may share
+	 * its kept descriptor (see release.c), and what it saw of the
+	 * holder stays until the next try says otherwise. */
+	if (resumed) {
+		lock->gen = gen;
+		lock->have_holder = known;
 	}
 	if (!lock->async_on)
 		async_start(lock);

@@ -369,6 +369,17 @@ static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
 	return decide(lock, fd, st, deadline);
 }
 
+/* klock_take_mode() takes flock first: refused a later kind, it holds
+ * flock still.  -EWOULDBLOCK once nothing is held. */
+static int drop_taken(const struct pidlock *lock, int fd, unsigned int busy)
+{
+	int r = 0;
+
+	if ((lock->kinds & PIDLOCK_KIND_FLOCK) && !(busy & PIDLOCK_KIND_FLOCK))
+		r = klock_drop(fd, PIDLOCK_KIND_FLOCK);
+	return r < 0 ? r : -EWOULDBLOCK;
+}
+
 /*
  * deadline: CLOCK_MONOTONIC ms, 0 to try once, -1 to block in the kernel.
  * *fdp: a descriptor kept from an earlier busy try, or -1.  On TRY_BUSY
@@ -396,6 +407,11 @@ int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 			return fd;
 	}
 	r = lock_and_check(lock, fd, deadline, &st, &busy);
+	/* A waiter holds nothing: the flock taken before the OFD lock was
+	 * refused would shut out flock(1) users, and a writer queued
+	 * behind it that a shared waiter then backs off for. */
+	if (r == -EWOULDBLOCK)
+		r = drop_taken(lock, fd, busy);
 	if (r == -EWOULDBLOCK) {
 		note_kernel_holder(lock, fd, &st, busy);
 		*fdp = fd;

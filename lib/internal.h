@@ -203,6 +203,7 @@ void self_close_end(void);
 
 /* shared.c */
 int shared_release(struct pidlock *lock);
+int shared_adopt_keep(struct pidlock *lock);
 
 /* release.c */
 int release_let_go(struct pidlock *lock);

@@ -51,6 +51,9 @@ PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
 	r = check_held(lock);
 	if (r == 0)
 		r = held_length(lock, &old);
+	/* Another shared holder may have made the file a kept one since. */
+	if (r == 0 && lock->shared)
+		r = shared_adopt_keep(lock) < 0 ? -EIO : 0;
 	if (r == 0)
 		r = io_write_record(lock, lock->fd, self_pid(), lock->keep, old);
 	return io_rc_filter(r);

@@ -95,17 +95,23 @@ static int hand_over_record(struct pidlock *lock)
 			       (size_t)st.st_size);
 }
 
-/* We got the file alone after letting go: is it still the shared
- * record nobody released?  Then it is ours to release. */
-static bool still_unreleased(const struct pidlock *lock)
+/*
+ * We hold the file alone, about to release it.  A holder that joined
+ * after us with PIDLOCK_KEEP_FILE made it a kept file (keep=1), for
+ * inode-blind peers: then the last one out keeps it too.  1 if the
+ * record is still the shared one nobody released (ours to release).
+ */
+int shared_adopt_keep(struct pidlock *lock)
 {
 	char buf[CONTENT_READ_MAX];
 	struct content c;
 	ssize_t n = io_read_bounded(lock->fd, buf, sizeof(buf));
 
 	if (n < 0)
-		return false;
+		return (int)n;
 	content_parse(buf, (size_t)n, &c);
+	if (c.keep)
+		lock->keep = true;
 	return c.marker && !c.released;
 }
 
@@ -114,7 +120,11 @@ int shared_release(struct pidlock *lock)
 	int r = alone(lock);
 
 	if (r == 1)
+		r = shared_adopt_keep(lock);
+	if (r == 1)
 		return release_let_go(lock);
+	if (r < 0)
+		(void)klock_drop(lock->fd, lock->kinds);
 	if (r == 0)
 		r = hand_over_record(lock);
 	/* Flock first, OFD last: see klock_try_exclusive(). */
@@ -124,7 +134,7 @@ int shared_release(struct pidlock *lock)
 		return r;
 	/* Everybody else may have let go meanwhile, having seen us. */
 	r = alone(lock);
-	if (r == 1 && still_unreleased(lock))
+	if (r == 1 && shared_adopt_keep(lock) == 1)
 		return release_let_go(lock);
 	if (r < 0)
 		return r;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -277,6 +278,46 @@ START_TEST(async_cancel)
 }
 END_TEST
 
+/* A fork during the wait shares the descriptor the wait kept on the
+ * holder's file, and the hold is later taken on that descriptor: its
+ * release must still let go for every process that shares it, or a
+ * blocked waiter sleeps until the forked child exits. */
+START_TEST(async_fork_during_wait)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = patient(p, 0);
+	struct tu_child h, q;
+	pid_t worker;
+	long t0;
+
+	tu_hold(&h, p, 0);
+	/* Forked now: a fork after the hold would bring the explicit
+	 * unlock back by itself. */
+	tu_waiter(&q, p, 0);
+	(void)busy_fd(l);
+	worker = fork();
+	ck_assert_int_ge(worker, 0);
+	if (worker == 0) {
+		sleep(10);
+		_exit(0);
+	}
+	tu_kill(&h);		/* its file stays: taken over on our descriptor */
+	ck_assert_int_ge(loop_until_held(l, 5000), 0);
+	tu_tell(&q, 'G');
+	usleep(200 * 1000);	/* q blocks in flock(2) on our file */
+	t0 = tu_ms();
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_int_eq(tu_wait_signal(&q), 'L');
+	ck_assert_msg(tu_ms() - t0 < 3000, "the blocked waiter waited for "
+		      "the forked child");
+	tu_tell(&q, 'X');
+	ck_assert_int_eq(tu_join(&q), 0);
+	kill(worker, SIGKILL);
+	ck_assert_int_eq(tu_reap(worker), 128 + SIGKILL);
+	pidlock_free(l);
+}
+END_TEST
+
 /* Held already, or asked wrongly: the codes of the page. */
 START_TEST(async_errors)
 {
@@ -306,6 +347,7 @@ int main(void)
 		{ async_spec_holder_removed, 1 },
 		{ async_never_spins, 2 },
 		{ async_cancel, 1 },
+		{ async_fork_during_wait, 1 },
 		{ async_errors, 1 },
 		{ NULL, 0 },
 	};

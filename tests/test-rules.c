@@ -450,6 +450,44 @@ START_TEST(timed_waiter_sleeps_through_dir_churn)
 }
 END_TEST
 
+/* A POSIX fcntl(2) write lock on path, in a process of its own, until
+ * told anything. */
+static int posix_holder(struct tu_child *c, void *arg)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int fd = open(arg, O_RDWR | O_CLOEXEC);
+
+	TU_CHILD_CHECK(fd >= 0);
+	TU_CHILD_CHECK(fcntl(fd, F_SETLK, &fl) == 0);
+	tu_signal(c, 'L');
+	(void)tu_wait_parent(c);
+	return 0;
+}
+
+/* A waiter holds no lock while it waits.  Against a POSIX holder, its
+ * try gets flock(2) and is refused the OFD lock: a flock(1) user must
+ * not find the file locked by the waiter meanwhile (nor a writer queue
+ * behind a shared waiter that then backs off for that writer). */
+START_TEST(waiter_holds_nothing)
+{
+	char *p = tu_path("a.lock");
+	struct tu_child h, w;
+
+	tu_write(p, "");
+	tu_set_mtime_ago(p, 60);
+	tu_spawn(&h, posix_holder, p);
+	ck_assert_int_eq(tu_wait_signal(&h), 'L');
+	tu_spawn(&w, patient_waiter, p);
+	ck_assert_int_eq(tu_wait_signal(&w), 'W');
+	usleep(300 * 1000);
+	ck_assert_msg(tu_sh("'%s' -n '%s' true", tu_flock_bin(), p) == 0,
+		      "a waiter holds flock(2) on the file");
+	tu_tell(&h, 'X');
+	ck_assert_int_eq(tu_join(&h), 0);
+	ck_assert_int_eq(tu_join(&w), 0);
+}
+END_TEST
+
 static int short_waiter(struct tu_child *c, void *arg)
 {
 	struct pidlock *l;
@@ -939,6 +977,7 @@ int main(void)
 		{ no_spin_kept_fd_then_spec_holder, 1 },
 		{ no_spin_four_waiters, 1 },
 		{ timed_waiter_sleeps_through_dir_churn, 1 },
+		{ waiter_holds_nothing, 1 },
 		{ spec_holder_no_temp_per_poll, 1 },
 		{ deadline_holds_against_churn, 1 },
 		{ lease_is_busy_not_error, 1 },

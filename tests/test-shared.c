@@ -443,6 +443,28 @@ TU_LOCK_TEST(last_out_keeps_kept_file, SH | PIDLOCK_KEEP_FILE)
 	ck_assert_ptr_nonnull(strstr(tu_read(p), "released="));
 }
 
+/* A plain shared holder that was first in, and leaves last, keeps the
+ * file a later PIDLOCK_KEEP_FILE holder made a kept one (keep=1): an
+ * inode-blind peer may wait on it.  A refresh in between keeps keep=1. */
+TU_LOCK_TEST(last_out_adopts_keep, SH)
+{
+	struct tu_child j;
+	ino_t ino;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ino = tu_ino(p);
+	hold(&j, p, SH | PIDLOCK_KEEP_FILE);
+	ck_assert_ptr_nonnull(strstr(tu_read(p), "keep=1"));
+	tu_tell(&j, 'R');
+	ck_assert_int_eq(tu_join(&j), 0);
+	ck_assert_int_eq(pidlock_refresh(l), 0);
+	ck_assert_ptr_nonnull(strstr(tu_read(p), "keep=1"));
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(tu_exists(p), "the last one out removed a kept file");
+	ck_assert_uint_eq(tu_ino(p), ino);
+	ck_assert_ptr_nonnull(strstr(tu_read(p), "released="));
+}
+
 /* ---- writers are not starved ------------------------------------------ */
 
 /* A reader that takes the lock shared, holds it 20 to 80 ms, lets go and
@@ -569,6 +591,7 @@ int main(void)
 		{ with_lock_ex_excludes_shared, 1 },
 		{ spec_peer_sees_shared_held, 1 },
 		{ last_out_keeps_kept_file, 1 },
+		{ last_out_adopts_keep, 1 },
 		{ holder_reports_shared, 1 },
 		{ writer_not_starved, 1 },
 		{ NULL, 0 },
