@@ -156,6 +156,9 @@ for page in $(cd "$src" && find man tools -name '*.[1357]' 2>/dev/null | sort); 
 	[ -z "$profiles" ] || [ "$pkg" != pidlock ] || continue
 	has "$pkg" "/usr/share/man/man$sec/$(echo "$name" | sed 's/[.]/\\./g')\\.gz"
 done
+pydir=/usr/lib/python3/dist-packages/pidlock
+has python3-pidlock "$pydir/__init__\\.py" "$pydir/_lib\\.py" "$pydir/py\\.typed"
+lacks python3-pidlock ".*\\.pyc" ".*\\.so.*" "/usr/lib/python3\\.[0-9]+/.*"
 if [ -z "$profiles" ]; then
 	has pidlock /usr/bin/pidlock /usr/share/man/man1/pidlock\\.1\\.gz \
 		/usr/share/bash-completion/completions/pidlock
@@ -203,6 +206,18 @@ if [ -f man/extract-example.sed ] && [ -f man/pidlock.3 ]; then
 	"$tmp/pidlock-example" "$tmp/example.lock"
 	[ ! -e "$tmp/example.lock" ] || die "the pidlock(3) example left its lock file"
 fi
+step "the Python module against the installed library"
+/usr/bin/python3 -c 'import os, sys, pidlock
+lock = pidlock.Lock(sys.argv[1], tag="packages.sh")
+with lock:
+    assert pidlock.inspect(sys.argv[1]).tag == "packages.sh"
+    try:
+        pidlock.Lock(sys.argv[1]).acquire(timeout=0)
+        sys.exit("not excluded")
+    except pidlock.Busy as busy:
+        assert busy.pid == os.getpid() and busy.tag == "packages.sh"
+' "$tmp/python.lock" || die "the Python module does not work"
+[ ! -e "$tmp/python.lock" ] || die "the Python module left its lock file"
 if [ -z "$profiles" ]; then
 	step "pidlock --version"
 	[ "$(command -v pidlock)" = /usr/bin/pidlock ] || die "pidlock is not /usr/bin/pidlock"

@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""File locks that never go stale: Python binding of libpidlock.
+
+    import pidlock
+
+    with pidlock.Lock("/run/lock/backup.lock", timeout=10, tag="nightly"):
+        ...                      # one process at a time
+
+    try:
+        with pidlock.Lock(path, timeout=0):
+            ...
+    except pidlock.Busy as busy:
+        print(f"held by pid {busy.pid} ({busy.tag}) for {busy.age:.0f} s")
+
+A lock dies with its holder (kernel locks), so a crashed process never
+leaves a stale lock; the file names the holder (pid, time, tag), and is
+removed on release only by the process it names.
+
+Contents: Lock (a context manager), AsyncLock (``async with``, waits in
+the event loop on the library's descriptor), inspect() and LockInfo,
+Flags, Kind and State, the exceptions Busy (a TimeoutError), BrokenLock
+(ESTALE: the file was removed or replaced during the hold) and Timeout;
+other failures raise OSError with the library's errno.
+
+filelock compatibility: ``from pidlock import FileLock, Timeout`` in
+place of ``from filelock import ...``.  FileLock takes filelock's
+constructor (lock_file, timeout=-1, mode=0o644, thread_local=True, *,
+blocking=True, is_singleton=False), acquire(timeout=None,
+poll_interval=0.05, *, blocking=None) returning a proxy for ``with``,
+release(force=False), is_locked, lock_counter, the nesting count, the
+per-thread holds of thread_local, and Timeout with lock_file (a
+TimeoutError).  What differs:
+
+* the lock file is removed on release (filelock leaves it); on a path
+  that filelock or flock(1) users still share, pass
+  flags=Flags.KEEP_FILE (see doc/protocol.md, "Kept files"): filelock
+  opens the path and then locks, and would be left holding a removed
+  file.  (filelock also truncates the file at each try, so while its
+  users wait the record reads empty; the kernel locks still exclude.);
+* a thread that ends holding a thread-local hold lets go of it (its
+  handle is freed); filelock keeps such a lock until the process ends;
+* the file holds the holder's record (pid=, timestamp=, tag=), not
+  nothing; a file with other content is refused (OSError EBADMSG), as
+  are symbolic links (ELOOP) and missing directories (ENOENT: filelock
+  3.10 and later create them, this module does not);
+* poll_interval is accepted and not used: a wait wakes when the holder
+  lets go; SoftFileLock, the async filelock classes and ``lifetime``
+  are not provided;
+* Timeout also carries the holder's pid, tag and age.
+
+The library is loaded as libpidlock.so.0; the environment variable
+PIDLOCK_LIBRARY names another file (tests in the build tree use
+lib/.libs/libpidlock.so.0).  Binding: ctypes, no compiled code, no
+dependency outside the standard library.
+"""
+
+from ._errors import BrokenLock, Busy, Timeout
+from ._types import Flags, Kind, LockInfo, State, inspect
+from ._lock import Lock
+from ._async import AsyncLock
+from ._filelock import AcquireReturnProxy, FileLock, UnixFileLock
+
+__all__ = [
+    "AcquireReturnProxy",
+    "AsyncLock",
+    "BrokenLock",
+    "Busy",
+    "FileLock",
+    "Flags",
+    "Kind",
+    "Lock",
+    "LockInfo",
+    "State",
+    "Timeout",
+    "UnixFileLock",
+    "inspect",
+]

@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The exceptions of the module and the errno mapping."""
+
+from __future__ import annotations
+
+import errno as _errno
+import os
+from typing import TYPE_CHECKING, NoReturn, Optional
+
+if TYPE_CHECKING:
+    from ._types import LockInfo
+
+
+class Busy(TimeoutError):
+    """The lock is held by somebody else (a try, or a wait that ran out).
+
+    Attributes: path, and the holder as the library saw it last: pid
+    (None if unknown), tag, age (seconds since the holder's record was
+    written, None without a timestamp) and holder (a LockInfo, or None).
+    """
+
+    def __init__(self, path: str, holder: "Optional[LockInfo]" = None,
+                 code: int = _errno.ETIMEDOUT) -> None:
+        super().__init__(code, os.strerror(code), path)
+        self.path = path
+        self.holder = holder
+        self.pid: Optional[int] = holder.pid if holder else None
+        self.tag: str = holder.tag if holder else ""
+        self.age: Optional[float] = holder.age if holder else None
+
+    def __str__(self) -> str:
+        who = f" by pid {self.pid}" if self.pid else ""
+        tag = f" ({self.tag})" if self.tag else ""
+        return f"lock {self.path!r} is held{who}{tag}"
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (type(self), (self.path, self.holder, self.errno))
+
+
+class Timeout(Busy):
+    """filelock's exception name: the lock was not acquired in time.
+
+    Carries filelock's lock_file attribute, and Busy's holder details.
+    """
+
+    def __init__(self, lock_file: str, holder: "Optional[LockInfo]" = None,
+                 code: int = _errno.ETIMEDOUT) -> None:
+        super().__init__(lock_file, holder, code)
+        self.lock_file = lock_file
+
+    def __str__(self) -> str:
+        return f"The file lock '{self.lock_file}' could not be acquired."
+
+
+class BrokenLock(OSError):
+    """The path no longer names the file that was locked (ESTALE).
+
+    Somebody removed or replaced the lock file during the hold; another
+    process may have held the lock at the same time.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__(_errno.ESTALE, os.strerror(_errno.ESTALE), path)
+
+
+def raise_for(rc: int, path: str) -> NoReturn:
+    """Raise the exception for a negative errno return value."""
+    code = -rc
+    if code == _errno.ESTALE:
+        raise BrokenLock(path)
+    # OSError picks its subclass from the code (FileNotFoundError, ...).
+    raise OSError(code, os.strerror(code), path)

@@ -1,0 +1,229 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""pidlock.FileLock: the constructor, acquire and release of filelock's
+FileLock, over pidlock locks (see the module's docstring for what
+differs)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import warnings
+import weakref
+from types import TracebackType
+from typing import Any, Optional, Type
+
+from ._errors import Busy, Timeout
+from ._lock import Lock
+from ._types import Flags, PathArg
+
+
+class AcquireReturnProxy:
+    """What acquire() returns: ``with lock.acquire():`` releases once."""
+
+    def __init__(self, lock: "FileLock") -> None:
+        self.lock = lock
+
+    def __enter__(self) -> "FileLock":
+        return self.lock
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.lock.release()
+
+
+class _Context:
+    """A FileLock's hold: its pidlock handle and the nesting count."""
+
+    def __init__(self) -> None:
+        self.lock: Optional[Lock] = None
+        self.counter = 0
+        self.mutex = threading.Lock()
+
+
+class _ThreadContext(_Context, threading.local):
+    """One _Context per thread (thread_local=True)."""
+
+
+class FileLock(contextlib.ContextDecorator):
+    """filelock.FileLock's interface, stale-free.
+
+    FileLock(lock_file, timeout=-1, mode=0o644, thread_local=True, *,
+    blocking=True, is_singleton=False, poll_interval=0.05, tag=None,
+    flags=Flags.NONE)
+
+    timeout in seconds: negative waits without a limit, 0 tries once.
+    With thread_local (the default), each thread has its own hold and
+    count, and threads exclude each other; without it, the threads
+    share one hold (a second thread's acquire only counts).  tag and
+    flags are pidlock's (Flags.KEEP_FILE keeps the file at the path,
+    for paths still shared with filelock or flock(1) users).
+    """
+
+    _instances: "weakref.WeakValueDictionary[str, FileLock]" = weakref.WeakValueDictionary()
+    _instances_guard = threading.Lock()
+
+    def __new__(cls, lock_file: PathArg, timeout: float = -1, mode: int = 0o644,
+                thread_local: bool = True, *, blocking: bool = True,
+                is_singleton: bool = False, **kwargs: Any) -> "FileLock":
+        if not is_singleton:
+            return super().__new__(cls)
+        key = os.path.abspath(os.fsdecode(lock_file))
+        with cls._instances_guard:
+            found = cls._instances.get(key)
+            if found is None:
+                found = super().__new__(cls)
+                cls._instances[key] = found
+                return found
+        wanted = (float(timeout), mode, thread_local, blocking)
+        have = (found.timeout, found.mode, found.is_thread_local(), found.blocking)
+        if wanted != have:
+            raise ValueError(f"singleton lock {key!r} exists with other "
+                             f"arguments {have}, not {wanted}")
+        return found
+
+    def __init__(self, lock_file: PathArg, timeout: float = -1, mode: int = 0o644,
+                 thread_local: bool = True, *, blocking: bool = True,
+                 is_singleton: bool = False, poll_interval: float = 0.05,
+                 tag: Optional[str] = None, flags: Flags = Flags.NONE) -> None:
+        if getattr(self, "_ready", False):  # a singleton made before
+            return
+        self._lock_file = os.fsdecode(lock_file)
+        self._timeout = float(timeout)
+        self._mode = mode
+        self._blocking = blocking
+        self._is_singleton = is_singleton
+        self._thread_local = thread_local
+        self.poll_interval = poll_interval
+        self._tag = tag
+        self._flags = flags
+        self._context: _Context = _ThreadContext() if thread_local else _Context()
+        self._ready = True
+
+    # --- filelock's properties ---------------------------------------------
+    @property
+    def lock_file(self) -> str:
+        return self._lock_file
+
+    @property
+    def timeout(self) -> float:
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, value: "float | str") -> None:
+        self._timeout = float(value)
+
+    @property
+    def blocking(self) -> bool:
+        return self._blocking
+
+    @blocking.setter
+    def blocking(self, value: bool) -> None:
+        self._blocking = value
+
+    @property
+    def mode(self) -> int:
+        return self._mode
+
+    @property
+    def is_singleton(self) -> bool:
+        return self._is_singleton
+
+    def is_thread_local(self) -> bool:
+        return self._thread_local
+
+    @property
+    def is_locked(self) -> bool:
+        """Whether this thread's (or the shared) hold has the lock."""
+        lock = self._context.lock
+        return lock is not None and lock.locked
+
+    @property
+    def lock_counter(self) -> int:
+        """How many acquires the next releases must match."""
+        return self._context.counter
+
+    @property
+    def pidlock(self) -> Optional[Lock]:
+        """The pidlock.Lock of this thread's hold (None before one)."""
+        return self._context.lock
+
+    # --- acquire and release ----------------------------------------------
+    def acquire(self, timeout: Optional[float] = None,
+                poll_interval: float = 0.05, *,
+                poll_intervall: Optional[float] = None,
+                blocking: Optional[bool] = None) -> AcquireReturnProxy:
+        """Take the lock, or count one more nesting level if held.
+
+        timeout None uses the lock's; negative waits without a limit; 0
+        (or blocking=False) tries once.  poll_interval is accepted and
+        not used: the wait wakes on the holder's release.  Raises
+        Timeout (with lock_file and the holder's pid, tag and age).
+        """
+        if poll_intervall is not None:
+            warnings.warn("use poll_interval instead of poll_intervall",
+                          DeprecationWarning, stacklevel=2)
+        if timeout is None:
+            timeout = self._timeout
+        if blocking is None:
+            blocking = self._blocking
+        if not blocking:
+            timeout = 0
+        ctx = self._context
+        wait = -1 if timeout < 0 else timeout
+        if not ctx.mutex.acquire(timeout=wait):
+            raise Timeout(self._lock_file)
+        try:
+            if not self.is_locked:
+                self._take(ctx, timeout)
+            ctx.counter += 1
+        finally:
+            ctx.mutex.release()
+        return AcquireReturnProxy(self)
+
+    def _take(self, ctx: _Context, timeout: float) -> None:
+        if ctx.lock is None:
+            ctx.lock = Lock(self._lock_file, tag=self._tag, flags=self._flags,
+                            mode=self._mode)
+        try:
+            ctx.lock.acquire(None if timeout < 0 else timeout)
+        except Busy as busy:
+            raise Timeout(self._lock_file, busy.holder, busy.errno) from None
+
+    def release(self, force: bool = False) -> None:
+        """Count one nesting level down; let go at 0 (at once if force)."""
+        ctx = self._context
+        with ctx.mutex:
+            if not self.is_locked:
+                return
+            ctx.counter -= 1
+            if ctx.counter > 0 and not force:
+                return
+            ctx.counter = 0
+            assert ctx.lock is not None
+            ctx.lock.release()
+
+    def __enter__(self) -> "FileLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.release()
+
+    def __del__(self) -> None:
+        # The handles' own finalizers let go of other threads' holds.
+        try:
+            self.release(force=True)
+        except Exception:  # noqa: BLE001 - a finalizer must not raise
+            pass
+
+    def __repr__(self) -> str:
+        state = "locked" if self.is_locked else "unlocked"
+        return f"<pidlock.FileLock {self._lock_file!r} {state}>"
+
+
+#: filelock's name for the platform's lock class.
+UnixFileLock = FileLock

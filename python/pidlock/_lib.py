@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The C library through ctypes: loading, prototypes, struct layout.
+
+ctypes rather than a C extension: nothing is compiled per Python version
+(one package serves every python3 of the system), and the versioned
+soname libpidlock.so.0 is loaded, so the module follows the library's
+ABI promise.  The price is that the layouts below must match
+include/pidlock.h exactly; tests/python/test_layout.py compares them
+with the C compiler's offsets.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+#: Environment variable naming the library file to load instead of
+#: libpidlock.so.0 (tests in the build tree, private installs).
+LIBRARY_ENV = "PIDLOCK_LIBRARY"
+SONAME = "libpidlock.so.0"
+
+TAG_MAX = 255
+
+
+class Info(ctypes.Structure):
+    """struct pidlock_info of <pidlock.h>, field for field."""
+
+    _fields_ = [
+        ("state", ctypes.c_int),
+        ("pid", ctypes.c_int32),
+        ("pid_alive", ctypes.c_int),
+        ("has_timestamp", ctypes.c_int),
+        ("timestamp", ctypes.c_int64),
+        ("kernel_locks", ctypes.c_uint),
+        ("marker", ctypes.c_uint),
+        ("kernel_pid", ctypes.c_int32),
+        ("mtime", ctypes.c_int64),
+        ("error", ctypes.c_int),
+        ("tag", ctypes.c_char * (TAG_MAX + 1)),
+        # Two words that were reserved (zero) before libpidlock's shared
+        # locks and are the shared flag and the holder count since: read
+        # as zero from a library without them.
+        ("shared", ctypes.c_uint32),
+        ("holders", ctypes.c_uint32),
+        # Reserved words: later versions may give them a meaning without
+        # changing the size; kept so that the size always matches.
+        ("reserved", ctypes.c_uint32 * 6),
+    ]
+
+
+_Handle = ctypes.c_void_p
+
+
+def _load() -> ctypes.CDLL:
+    name = os.environ.get(LIBRARY_ENV) or SONAME
+    return ctypes.CDLL(name)
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    int_p = ctypes.POINTER(ctypes.c_int)
+    protos = {
+        "pidlock_new": (ctypes.c_int,
+                        [ctypes.POINTER(_Handle), ctypes.c_char_p, ctypes.c_uint]),
+        "pidlock_free": (None, [_Handle]),
+        "pidlock_set_tag": (ctypes.c_int, [_Handle, ctypes.c_char_p]),
+        "pidlock_set_mode": (ctypes.c_int, [_Handle, ctypes.c_uint]),
+        "pidlock_set_stale_timeout": (ctypes.c_int, [_Handle, ctypes.c_uint]),
+        "pidlock_set_retry_interval": (ctypes.c_int, [_Handle, ctypes.c_uint]),
+        "pidlock_set_grace": (ctypes.c_int, [_Handle, ctypes.c_uint]),
+        "pidlock_acquire": (ctypes.c_int, [_Handle, ctypes.c_int]),
+        "pidlock_acquire_async": (ctypes.c_int, [_Handle, int_p, int_p]),
+        "pidlock_release": (ctypes.c_int, [_Handle]),
+        "pidlock_close": (ctypes.c_int, [_Handle]),
+        "pidlock_refresh": (ctypes.c_int, [_Handle]),
+        "pidlock_verify": (ctypes.c_int, [_Handle]),
+        "pidlock_fd": (ctypes.c_int, [_Handle]),
+        "pidlock_path": (ctypes.c_char_p, [_Handle]),
+        "pidlock_holder": (ctypes.c_int, [_Handle, ctypes.POINTER(Info)]),
+        "pidlock_inspect": (ctypes.c_int,
+                            [ctypes.c_char_p, ctypes.POINTER(Info), ctypes.c_uint]),
+        "pidlock_state_name": (ctypes.c_char_p, [ctypes.c_int]),
+    }
+    for name, (restype, argtypes) in protos.items():
+        func = getattr(lib, name)
+        func.restype = restype
+        func.argtypes = argtypes
+
+
+lib = _load()
+_declare(lib)
+Handle = _Handle

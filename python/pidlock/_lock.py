@@ -1,0 +1,232 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""pidlock.Lock: one handle of the C library, as a context manager."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import math
+import os
+import threading
+import time
+from types import TracebackType
+from typing import Optional, Type
+
+from . import _lib
+from ._errors import Busy, raise_for
+from ._types import Flags, LockInfo, PathArg
+
+_INT_MAX = 2**31 - 1
+
+
+class _Default:
+    def __repr__(self) -> str:
+        return "<the lock's timeout>"
+
+
+DEFAULT = _Default()
+
+
+def timeout_ms(timeout: Optional[float]) -> int:
+    """Seconds (None or negative: no limit) as the library's milliseconds."""
+    if timeout is None or timeout < 0:
+        return -1
+    if timeout == 0:
+        return 0
+    return min(_INT_MAX, max(1, math.ceil(timeout * 1000)))
+
+
+class Lock:
+    """An exclusive lock on a file path that never goes stale.
+
+    Lock(path, *, timeout=None, tag=None, flags=Flags.NONE, mode=None,
+    stale_timeout=None, retry_interval=None, grace=None)
+
+    timeout is the default of acquire(), in seconds: None (or negative)
+    waits without a limit, 0 tries once.  tag is written in the record
+    for others to read; flags are Flags (PIDLOCK_* of pidlock_new(3));
+    mode is the new file's mode (default 0o644); stale_timeout, retry_interval and
+    grace (seconds) are pidlock_set_stale_timeout(3) and its siblings.
+
+    The handle is made at once and reused: acquire() and release() may
+    be called again and again.  Use it from one thread at a time (calls
+    on one Lock are serialised); give each thread its own Lock to have
+    threads exclude each other.  After os.fork() a child that did not
+    refresh() the lock does not own it: its release() only closes its
+    descriptor, as does the Lock's finalizer; the file stays.
+    """
+
+    def __init__(self, path: PathArg, *, timeout: Optional[float] = None,
+                 tag: Optional[str] = None, flags: Flags = Flags.NONE,
+                 mode: Optional[int] = None,
+                 stale_timeout: Optional[float] = None,
+                 retry_interval: Optional[float] = None,
+                 grace: Optional[float] = None) -> None:
+        raw = os.fsencode(path)
+        self._path = os.fsdecode(raw)
+        self._handle: Optional[int] = None
+        self._owner: Optional[int] = None
+        self._guard = threading.RLock()
+        self.timeout = timeout
+        self.tag = tag
+        handle = _lib.Handle()
+        rc = _lib.lib.pidlock_new(ctypes.byref(handle), raw, int(flags))
+        if rc < 0:
+            raise_for(rc, self._path)
+        self._handle = handle.value
+        if tag is not None:
+            self._set(_lib.lib.pidlock_set_tag, tag.encode("utf-8"))
+        if mode is not None:
+            self._set(_lib.lib.pidlock_set_mode, mode)
+        if stale_timeout is not None:
+            self._set(_lib.lib.pidlock_set_stale_timeout, math.ceil(stale_timeout))
+        if retry_interval is not None:
+            self._set(_lib.lib.pidlock_set_retry_interval,
+                      math.ceil(retry_interval * 1000))
+        if grace is not None:
+            self._set(_lib.lib.pidlock_set_grace, math.ceil(grace * 1000))
+
+    def _set(self, setter, value) -> None:  # type: ignore[no-untyped-def]
+        rc = setter(self._live(), value)
+        if rc < 0:
+            raise_for(rc, self._path)
+
+    def _live(self) -> int:
+        if self._handle is None:
+            raise ValueError(f"lock {self._path!r} is closed")
+        return self._handle
+
+    @property
+    def path(self) -> str:
+        """The lock's path, as given."""
+        return self._path
+
+    @property
+    def locked(self) -> bool:
+        """Whether this process holds the lock through this handle."""
+        return self._owner is not None
+
+    def acquire(self, timeout: "Optional[float] | _Default" = DEFAULT) -> "Lock":
+        """Take the lock; returns self.
+
+        timeout in seconds (default: the Lock's): None or negative waits
+        without a limit, 0 tries once.  Raises Busy (a TimeoutError)
+        with the holder's pid, tag and age if the lock stays held, and
+        OSError with the library's errno for anything else.
+        """
+        limit = self.timeout if isinstance(timeout, _Default) else timeout
+        ms = timeout_ms(limit)
+        deadline = None if ms <= 0 else time.monotonic() + ms / 1000
+        with self._guard:
+            handle = self._live()
+            while True:
+                rc = _lib.lib.pidlock_acquire(handle, ms)
+                if rc == 0:
+                    self._owner = os.getpid()
+                    return self
+                if rc != -errno.EINTR:
+                    break
+                # A signal handler ran (and raised, if it meant to):
+                # wait on for what is left of the time.
+                if deadline is not None:
+                    ms = max(0, math.ceil((deadline - time.monotonic()) * 1000))
+            if rc in (-errno.EWOULDBLOCK, -errno.ETIMEDOUT):
+                raise Busy(self._path, self.holder(), -rc)
+            raise_for(rc, self._path)
+
+    def release(self) -> None:
+        """Let go of the lock, removing the file if the record is ours.
+
+        Raises BrokenLock if the path no longer names the file that was
+        held (nothing is removed then), OSError(ENOLCK) if not held.  In
+        a child made by os.fork() during the hold, which does not own
+        the record, only the child's descriptor is closed.
+        """
+        with self._guard:
+            handle = self._live()
+            if self._owner is not None and self._owner != os.getpid():
+                rc = _lib.lib.pidlock_close(handle)
+            else:
+                rc = _lib.lib.pidlock_release(handle)
+            if rc not in (-errno.EINVAL, -errno.ENOLCK):
+                self._owner = None
+            if rc < 0:
+                raise_for(rc, self._path)
+
+    def refresh(self) -> None:
+        """Rewrite the record with this process's pid and the time now.
+
+        After os.fork(), the child that refreshes owns the lock: its
+        release removes the file.  Raises BrokenLock if the file at the
+        path is no longer the one held.
+        """
+        with self._guard:
+            rc = _lib.lib.pidlock_refresh(self._live())
+            if rc < 0:
+                raise_for(rc, self._path)
+            self._owner = os.getpid()
+
+    def verify(self) -> None:
+        """Raise BrokenLock unless the path still names the held file."""
+        with self._guard:
+            rc = _lib.lib.pidlock_verify(self._live())
+            if rc < 0:
+                raise_for(rc, self._path)
+
+    def fileno(self) -> int:
+        """The descriptor that holds the kernel locks (do not close it)."""
+        with self._guard:
+            rc = _lib.lib.pidlock_fd(self._live())
+            if rc < 0:
+                raise_for(rc, self._path)
+            return int(rc)
+
+    def holder(self) -> Optional[LockInfo]:
+        """Who held the lock when the last acquire found it busy."""
+        info = _lib.Info()
+        rc = _lib.lib.pidlock_holder(self._live(), ctypes.byref(info))
+        if rc == -errno.ENODATA:
+            return None
+        if rc < 0:
+            raise_for(rc, self._path)
+        return LockInfo.from_c(info)
+
+    def close(self) -> None:
+        """Release the lock if this process owns it, and free the handle."""
+        with self._guard:
+            handle, self._handle = self._handle, None
+            if handle is None:
+                return
+            _free(handle, self._owner)
+            self._owner = None
+
+    def __enter__(self) -> "Lock":
+        return self.acquire()
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.release()
+
+    def __del__(self) -> None:
+        handle = getattr(self, "_handle", None)
+        if handle is None:
+            return
+        self._handle = None
+        try:
+            _free(handle, self._owner)
+        except Exception:  # noqa: BLE001 - late in interpreter shutdown
+            pass
+
+    def __repr__(self) -> str:
+        state = "locked" if self.locked else "unlocked"
+        return f"<pidlock.Lock {self._path!r} {state}>"
+
+
+def _free(handle: int, owner: Optional[int]) -> None:
+    # A process that does not own the record (a forked child) only
+    # closes: the C library would not remove the file either, and
+    # closing first spares it the look at the path.
+    if owner is not None and owner != os.getpid():
+        _lib.lib.pidlock_close(handle)
+    _lib.lib.pidlock_free(handle)

@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Real peer processes and snapshots for the Python suite."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Optional
+
+# A holder: takes the lock at argv[1] (tag argv[2]), says "held <pid>",
+# then on "release" lets go and says "released"; on EOF it exits
+# holding (the kernel drops its locks).
+HOLDER = textwrap.dedent("""
+    import sys, pidlock
+    lock = pidlock.Lock(sys.argv[1], tag=sys.argv[2] or None)
+    lock.acquire()
+    print("held", flush=True)
+    for line in sys.stdin:
+        if line.strip() == "release":
+            lock.release()
+            print("released", flush=True)
+    """)
+
+
+class Holder:
+    """A child process that holds a lock until told to let go."""
+
+    def __init__(self, path: str, tag: str = "", script: str = HOLDER) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", script, path, tag],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.expect("held")
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def expect(self, word: str) -> None:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        assert line == word, f"holder said {line!r}, not {word!r}"
+
+    def tell(self, word: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(word + "\n")
+        self.proc.stdin.flush()
+
+    def release(self) -> None:
+        self.tell("release")
+        self.expect("released")
+
+    def close(self) -> int:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        return self.proc.wait(timeout=10)
+
+
+def snapshot(path: str) -> Optional[tuple]:
+    """(inode, mode, bytes) of what is at path, not following links."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if os.path.islink(path):
+        return (st.st_ino, st.st_mode, os.readlink(path))
+    with open(path, "rb") as f:
+        return (st.st_ino, st.st_mode, f.read())
+
+
+def dir_listing(path: str) -> list:
+    return sorted(os.listdir(path))
