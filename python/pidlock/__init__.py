@@ -57,6 +57,7 @@ dependency outside the standard library.
 from ._errors import BrokenLock, Busy, Timeout
 from ._types import Flags, Kind, LockInfo, State, inspect
 from ._lock import Lock
+from ._slots import Slots
 from ._async import AsyncLock
 from ._filelock import AcquireReturnProxy, FileLock, UnixFileLock
 
@@ -74,4 +75,5 @@ __all__ = [
     "Timeout",
     "UnixFileLock",
     "inspect",
+    "Slots",
 ]

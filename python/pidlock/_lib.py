@@ -79,6 +79,14 @@ def _declare(lib: ctypes.CDLL) -> None:
         "pidlock_inspect": (ctypes.c_int,
                             [ctypes.c_char_p, ctypes.POINTER(Info), ctypes.c_uint]),
         "pidlock_state_name": (ctypes.c_char_p, [ctypes.c_int]),
+        "pidlock_slots_new": (ctypes.c_int, [ctypes.POINTER(_Handle),
+                                             ctypes.c_char_p, ctypes.c_uint,
+                                             ctypes.c_uint]),
+        "pidlock_slots_free": (None, [_Handle]),
+        "pidlock_slots_acquire": (ctypes.c_int, [_Handle, ctypes.c_int]),
+        "pidlock_slots_release": (ctypes.c_int, [_Handle]),
+        "pidlock_slots_slot": (ctypes.c_int, [_Handle]),
+        "pidlock_slots_lock": (_Handle, [_Handle, ctypes.c_uint]),
     }
     for name, (restype, argtypes) in protos.items():
         func = getattr(lib, name)

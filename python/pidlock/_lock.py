@@ -39,12 +39,14 @@ def timeout_ms(timeout: Optional[float]) -> int:
 class Lock:
     """An exclusive lock on a file path that never goes stale.
 
-    Lock(path, *, timeout=None, tag=None, flags=Flags.NONE, mode=None,
-    stale_timeout=None, retry_interval=None, grace=None)
+    Lock(path, *, timeout=None, tag=None, flags=Flags.NONE, shared=False,
+    mode=None, stale_timeout=None, retry_interval=None, grace=None)
 
     timeout is the default of acquire(), in seconds: None (or negative)
     waits without a limit, 0 tries once.  tag is written in the record
     for others to read; flags are Flags (PIDLOCK_* of pidlock_new(3));
+    shared=True takes the lock shared (Flags.SHARED): shared holders hold
+    it together, an exclusive one excludes them;
     mode is the new file's mode (default 0o644); stale_timeout, retry_interval and
     grace (seconds) are pidlock_set_stale_timeout(3) and its siblings.
 
@@ -58,7 +60,7 @@ class Lock:
 
     def __init__(self, path: PathArg, *, timeout: Optional[float] = None,
                  tag: Optional[str] = None, flags: Flags = Flags.NONE,
-                 mode: Optional[int] = None,
+                 shared: bool = False, mode: Optional[int] = None,
                  stale_timeout: Optional[float] = None,
                  retry_interval: Optional[float] = None,
                  grace: Optional[float] = None) -> None:
@@ -69,6 +71,8 @@ class Lock:
         self._guard = threading.RLock()
         self.timeout = timeout
         self.tag = tag
+        if shared:
+            flags |= Flags.SHARED
         handle = _lib.Handle()
         rc = _lib.lib.pidlock_new(ctypes.byref(handle), raw, int(flags))
         if rc < 0:

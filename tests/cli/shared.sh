@@ -6,12 +6,18 @@
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 99
 
+# status_says PATTERN: --status r.lock has a line that matches, now (a
+# process substitution given to wait_until would be read only once).
+status_says() {
+	"$PIDLOCK" --status r.lock | grep -q "$1"
+}
+
 start_bg -s r.lock sleep 30
 r1=$LAST
 wait_until held r.lock
 start_bg --shared r.lock sleep 30
 r2=$LAST
-wait_until grep -q "^  mode:    shared, 2 holders" <("$PIDLOCK" --status r.lock)
+wait_until status_says "^  mode:    shared, 2 holders"
 pass "two -s holders hold at once"
 
 expect 0 "-s -n runs beside the readers" -- "$PIDLOCK" -s -n r.lock true

@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""pidlock.Slots: at most n holders at once (pidlock_slots_new(3))."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+from types import TracebackType
+from typing import Optional, Type
+
+from . import _lib
+from ._errors import Busy, raise_for
+from ._lock import DEFAULT, _Default, timeout_ms
+from ._types import Flags, PathArg
+
+
+class Slots:
+    """A semaphore of n slots on path: slot k is the lock file path.k.
+
+    Slots(path, n, *, timeout=None, flags=Flags.NONE)
+
+    acquire() takes a free slot and returns its number (0 to n-1), also
+    kept in .slot; release() lets it go.  Every slot is a full lock of
+    its own: a holder killed with SIGKILL frees its slot at once, and a
+    wait wakes when any slot frees.  Every user of the path must give
+    the same n.  As a context manager, the with-block holds one slot.
+    A Slots is for one thread at a time.
+    """
+
+    def __init__(self, path: PathArg, n: int, *,
+                 timeout: Optional[float] = None,
+                 flags: Flags = Flags.NONE) -> None:
+        raw = os.fsencode(path)
+        self._path = os.fsdecode(raw)
+        self._handle: Optional[int] = None
+        self.timeout = timeout
+        self.n = n
+        self.slot: Optional[int] = None
+        if n < 0:
+            raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), self._path)
+        handle = _lib.Handle()
+        rc = _lib.lib.pidlock_slots_new(ctypes.byref(handle), raw, n, int(flags))
+        if rc < 0:
+            raise_for(rc, self._path)
+        self._handle = handle.value
+
+    def _live(self) -> int:
+        if self._handle is None:
+            raise ValueError(f"semaphore {self._path!r} is closed")
+        return self._handle
+
+    @property
+    def path(self) -> str:
+        """The semaphore's path, as given (slot k is path.k)."""
+        return self._path
+
+    def acquire(self, timeout: "Optional[float] | _Default" = DEFAULT) -> int:
+        """Take a free slot and return its number.
+
+        timeout in seconds (default: the Slots'): None or negative waits
+        without a limit, 0 tries once.  Raises Busy if every slot stays
+        held, OSError with the library's errno for anything else.
+        """
+        limit = self.timeout if isinstance(timeout, _Default) else timeout
+        rc = _lib.lib.pidlock_slots_acquire(self._live(), timeout_ms(limit))
+        if rc in (-errno.EWOULDBLOCK, -errno.ETIMEDOUT):
+            raise Busy(self._path, None, -rc)
+        if rc < 0:
+            raise_for(rc, self._path)
+        self.slot = rc
+        return rc
+
+    def release(self) -> None:
+        """Let go of the slot held; OSError(ENOLCK) if none is."""
+        rc = _lib.lib.pidlock_slots_release(self._live())
+        if rc != -errno.ENOLCK:
+            self.slot = None
+        if rc < 0:
+            raise_for(rc, self._path)
+
+    def close(self) -> None:
+        """Let go of the slot held, if any, and free the handle."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            _lib.lib.pidlock_slots_free(handle)
+        self.slot = None
+
+    def __enter__(self) -> int:
+        return self.acquire()
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.release()
+
+    def __del__(self) -> None:
+        handle = getattr(self, "_handle", None)
+        if handle is None:
+            return
+        self._handle = None
+        try:
+            _lib.lib.pidlock_slots_free(handle)
+        except Exception:  # noqa: BLE001 - late in interpreter shutdown
+            pass
+
+    def __repr__(self) -> str:
+        held = f"slot {self.slot}" if self.slot is not None else "no slot"
+        return f"<pidlock.Slots {self._path!r} n={self.n} {held}>"
