@@ -73,8 +73,8 @@ static int try_and_arm(struct pidlock *lock, int *timeout_ms)
 
 static int async_step(struct pidlock *lock, int *pollfd, int *timeout_ms)
 {
-	unsigned long gen = lock ? lock->gen : 0;
-	bool resumed = lock && lock->async_on, known = lock && lock->have_holder;
+	unsigned long gen = lock->gen;
+	bool resumed = lock->async_on, known = lock->have_holder;
 	int r = acquire_begin(lock);
 
 	if (r < 0) {
@@ -110,7 +110,7 @@ PIDLOCK_EXPORT int pidlock_acquire_async(struct pidlock *lock, int *pollfd,
 {
 	int r;
 
-	if (!pollfd || !timeout_ms)
+	if (!lock || !pollfd || !timeout_ms)
 		return -EINVAL;
 	*pollfd = -1;
 	*timeout_ms = -1;
