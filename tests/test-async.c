@@ -154,14 +154,14 @@ static int posix_holder(struct tu_child *c, void *arg)
 
 START_TEST(async_posix_holder)
 {
-	const char *p = tu_path("a.lock");
+	char *p = tu_path("a.lock");
 	struct pidlock *l = patient(p, 0);
 	struct tu_child c;
 	long t0;
 
 	tu_write(p, "");
 	tu_set_mtime_ago(p, 60);	/* an old empty file: no grace to wait */
-	tu_spawn(&c, posix_holder, (void *)p);
+	tu_spawn(&c, posix_holder, p);
 	ck_assert_int_eq(tu_wait_signal(&c), 'L');
 	(void)busy_fd(l);
 	t0 = tu_ms();

@@ -310,7 +310,10 @@ static long child_cpu_ms(pid_t pid)
  * 10 ms, until it is killed. */
 static pid_t blocking_waiter(unsigned int n)
 {
-	pid_t pid = (tu_dir(), fork());
+	pid_t pid;
+
+	(void)tu_dir();
+	pid = fork();
 
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {

@@ -64,7 +64,7 @@ static struct {
 static volatile int *stop_flag;	/* shared with every participant */
 static char sem_path[4200], journal_path[4200], lock_dir[4100];
 
-static void die(const char *what)
+__attribute__((noreturn)) static void die(const char *what)
 {
 	fprintf(stderr, "slots-torture: %s: %s\n", what, strerror(errno));
 	exit(99);
@@ -119,9 +119,12 @@ static unsigned int lib_flags(enum kind k)
 		return PIDLOCK_FLOCK_ONLY | PIDLOCK_NO_SYNC;
 	case K_LIB_OFD:
 		return PIDLOCK_OFD_ONLY | PIDLOCK_NO_SYNC;
-	default:
-		return 0;
+	case K_LIB:
+	case K_CLI:
+	case K_NKINDS:
+		break;
 	}
+	return 0;
 }
 
 /* A try, a timed wait or a blocking wait, at random. */
@@ -132,7 +135,8 @@ static int pick_timeout(void)
 	return timeouts[random() % 5];
 }
 
-static void lib_participant(enum kind k, long inst, int fd)
+__attribute__((noreturn)) static void lib_participant(enum kind k, long inst,
+						   int fd)
 {
 	struct pidlock_slots *s;
 	int r = pidlock_slots_new(&s, sem_path, cfg.n, lib_flags(k));
@@ -165,7 +169,7 @@ static void lib_participant(enum kind k, long inst, int fd)
 
 /* pidlock --slots N ... SELF --cs INST: the critical section runs in
  * the command, which reads its slot from PIDLOCK_SLOT. */
-static void cli_participant(long inst, int fd)
+__attribute__((noreturn)) static void cli_participant(long inst, int fd)
 {
 	char n[16], id[32];
 
@@ -233,7 +237,7 @@ static void start(struct proc *p, int idx)
 
 		/* Its own group: a kill takes pidlock(1) and its command. */
 		(void)setpgid(0, 0);
-		srandom((unsigned int)(getpid() ^ cfg.seed));
+		srandom((unsigned int)getpid() ^ cfg.seed);
 		if (p->kind == K_CLI)
 			cli_participant(p->inst, fd);
 		lib_participant(p->kind, p->inst, fd);
@@ -429,7 +433,7 @@ static long leftovers(void)
 	return n;
 }
 
-static void usage(void)
+__attribute__((noreturn)) static void usage(void)
 {
 	fprintf(stderr, "usage: slots-torture --dir DIR [--slots N] [--procs P] "
 		"[--duration S] [--kill-rate R] [--cli PIDLOCK] [--seed X]\n");
