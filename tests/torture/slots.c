@@ -412,8 +412,29 @@ static long slots_lost(void)
 	return lost;
 }
 
+/*
+ * A slot file that may stay after the final tries released it: a kept
+ * one, free.  A holder killed between its in-place create and its write
+ * (no RENAME_NOREPLACE, no O_TMPFILE) leaves an empty file, which its
+ * next holder keeps for inode-blind peers (doc/protocol.md, section 4).
+ */
+static bool kept_free_slot(const char *name)
+{
+	char path[4400];
+	struct pidlock_info info;
+	unsigned int k;
+	int end = 0;
+
+	if (sscanf(name, "sem.%u%n", &k, &end) != 1 || name[end] || k >= cfg.n)
+		return false;
+	snprintf(path, sizeof(path), "%s/%s", lock_dir, name);
+	return pidlock_inspect(path, &info, 0) == 0 &&
+	       info.state == PIDLOCK_STATE_FREE;
+}
+
 /* What the lock directory holds after the final tries released: any
- * name is a leftover (a temp file, a slot beyond N, a kept file). */
+ * other name is a leftover (a temp file, a slot beyond N, a held or
+ * abandoned slot). */
 static long leftovers(void)
 {
 	DIR *d = opendir(lock_dir);
@@ -426,6 +447,11 @@ static long leftovers(void)
 		if (de->d_name[0] == '.' && (!de->d_name[1] ||
 		    (de->d_name[1] == '.' && !de->d_name[2])))
 			continue;
+		if (kept_free_slot(de->d_name)) {
+			fprintf(stderr, "  note: kept slot file %s, free\n",
+				de->d_name);
+			continue;
+		}
 		fprintf(stderr, "LEFTOVER: %s\n", de->d_name);
 		n++;
 	}
