@@ -9,7 +9,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -140,18 +139,6 @@ END_TEST
 
 /* A POSIX fcntl(2) write lock of another process (which holds no flock):
  * the loop wakes when that process closes the file. */
-static int posix_holder(struct tu_child *c, void *arg)
-{
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	int fd = open(arg, O_RDWR | O_CLOEXEC);
-
-	TU_CHILD_CHECK(fd >= 0);
-	TU_CHILD_CHECK(fcntl(fd, F_SETLK, &fl) == 0);
-	tu_signal(c, 'L');
-	(void)tu_wait_parent(c);
-	return 0;
-}
-
 START_TEST(async_posix_holder)
 {
 	char *p = tu_path("a.lock");
@@ -161,8 +148,7 @@ START_TEST(async_posix_holder)
 
 	tu_write(p, "");
 	tu_set_mtime_ago(p, 60);	/* an old empty file: no grace to wait */
-	tu_spawn(&c, posix_holder, p);
-	ck_assert_int_eq(tu_wait_signal(&c), 'L');
+	tu_posix_hold(&c, p);
 	(void)busy_fd(l);
 	t0 = tu_ms();
 	tu_tell_later(&c, 300, 'X');

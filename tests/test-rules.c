@@ -450,20 +450,6 @@ START_TEST(timed_waiter_sleeps_through_dir_churn)
 }
 END_TEST
 
-/* A POSIX fcntl(2) write lock on path, in a process of its own, until
- * told anything. */
-static int posix_holder(struct tu_child *c, void *arg)
-{
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	int fd = open(arg, O_RDWR | O_CLOEXEC);
-
-	TU_CHILD_CHECK(fd >= 0);
-	TU_CHILD_CHECK(fcntl(fd, F_SETLK, &fl) == 0);
-	tu_signal(c, 'L');
-	(void)tu_wait_parent(c);
-	return 0;
-}
-
 /* A waiter holds no lock while it waits.  Against a POSIX holder, its
  * try gets flock(2) and is refused the OFD lock: a flock(1) user must
  * not find the file locked by the waiter meanwhile (nor a writer queue
@@ -475,8 +461,7 @@ START_TEST(waiter_holds_nothing)
 
 	tu_write(p, "");
 	tu_set_mtime_ago(p, 60);
-	tu_spawn(&h, posix_holder, p);
-	ck_assert_int_eq(tu_wait_signal(&h), 'L');
+	tu_posix_hold(&h, p);
 	tu_spawn(&w, patient_waiter, p);
 	ck_assert_int_eq(tu_wait_signal(&w), 'W');
 	usleep(300 * 1000);

@@ -347,6 +347,24 @@ void tu_hold(struct tu_child *c, const char *path, unsigned int flags)
 	ck_assert_int_eq(tu_wait_signal(c), 'L');
 }
 
+static int posix_hold_fn(struct tu_child *c, void *arg)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int fd = open(arg, O_RDWR | O_CLOEXEC);
+
+	TU_CHILD_CHECK(fd >= 0);
+	TU_CHILD_CHECK(fcntl(fd, F_SETLK, &fl) == 0);
+	tu_signal(c, 'L');
+	(void)tu_wait_parent(c);
+	return 0;
+}
+
+void tu_posix_hold(struct tu_child *c, char *path)
+{
+	tu_spawn(c, posix_hold_fn, path);
+	ck_assert_int_eq(tu_wait_signal(c), 'L');
+}
+
 int tu_sh(const char *fmt, ...)
 {
 	char cmd[4096];

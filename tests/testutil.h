@@ -100,6 +100,9 @@ int tu_reap(pid_t pid);
 /* A child that takes the lock with `flags`, says 'L', and holds it
  * until told 'R' (release) or killed. */
 void tu_hold(struct tu_child *c, const char *path, unsigned int flags);
+/* A child that holds a classic POSIX fcntl(2) write lock on the whole
+ * existing file at path (no flock), until told anything (tu_tell). */
+void tu_posix_hold(struct tu_child *c, char *path);
 
 /* Run a shell command; returns its exit status. */
 int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
