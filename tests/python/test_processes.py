@@ -14,7 +14,7 @@ import threading
 import pytest
 
 import pidlock
-from helpers import Holder
+from helpers import Holder, assert_gone_after_contention
 
 COUNTER = textwrap.dedent("""
     import sys, pidlock
@@ -36,7 +36,7 @@ def test_processes_exclude_each_other(lockpath, tmp_path):
                                str(counter), "60"]) for _ in range(4)]
     assert [p.wait(timeout=60) for p in procs] == [0] * 4
     assert counter.read_text() == "240"
-    assert not os.path.exists(lockpath)
+    assert_gone_after_contention(lockpath)
 
 
 def test_busy_names_the_holder(lockpath):
