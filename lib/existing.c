@@ -352,7 +352,9 @@ static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
 		r = check_owner(lock, st);
 	/* Writers first: a shared acquirer waits while an exclusive one
 	 * waits in the kernel (doc/protocol.md, "Shared locks"). */
-	if (r == 0 && lock->shared && klock_writer_waits(st->st_dev, st->st_ino)) {
+	if (r == 0 && lock->shared &&
+	    klock_writer_waits(klock_listed_dev(lock, fd, st->st_dev),
+			       st->st_ino)) {
 		*busy = lock->kinds;
 		r = -EWOULDBLOCK;
 	}

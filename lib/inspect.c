@@ -112,13 +112,20 @@ static void query_ofd(int fd, struct kernel_view *kv)
 static void kernel_locks(int fd, const struct stat *st, struct kernel_view *kv)
 {
 	struct klock_holders h;
+	dev_t dev;
 	int r;
 
 	memset(kv, 0, sizeof(*kv));
 	if (fd >= 0)
 		query_ofd(fd, kv);
 	r = klock_holders(st->st_dev, st->st_ino, false, &h);
-	if (r == 0 && !h.kinds && h.elsewhere && kv->kinds)
+	/* Our inode number under another device: where /proc/locks lists
+	 * this file (btrfs), if the mount says; else any device, if the
+	 * kernel says the file is locked at all. */
+	if (r == 0 && h.elsewhere && fd >= 0 && klock_fd_listed_dev(fd, &dev) &&
+	    dev != st->st_dev)
+		r = klock_holders(dev, st->st_ino, false, &h);
+	else if (r == 0 && !h.kinds && h.elsewhere && kv->kinds)
 		r = klock_holders(st->st_dev, st->st_ino, true, &h);
 	if (r == 0) {
 		kv->kinds |= h.kinds;
@@ -222,6 +229,7 @@ PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,
 				  struct pidlock_info *info)
 {
 	struct klock_holders h;
+	dev_t dev;
 	int r;
 
 	if (!lock || !info)
@@ -232,11 +240,13 @@ PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,
 	if (!info->kernel_locks)
 		return 0;
 	/* Only now pay for /proc/locks: the kernel's word on who holds it. */
-	r = klock_holders(lock->holder_dev, lock->holder_ino, false, &h);
+	dev = lock->listed_known && lock->listed_for == lock->holder_dev ?
+		lock->listed_dev : lock->holder_dev;
+	r = klock_holders(dev, lock->holder_ino, false, &h);
 	/* Held, as the acquire found; listed under another device (btrfs):
 	 * the rows with our inode number name the holders. */
 	if (r == 0 && !h.kinds && h.elsewhere)
-		r = klock_holders(lock->holder_dev, lock->holder_ino, true, &h);
+		r = klock_holders(dev, lock->holder_ino, true, &h);
 	if (r < 0 || !h.kinds)
 		return 0;
 	if (h.npids)

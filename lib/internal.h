@@ -72,6 +72,9 @@ struct pidlock {
 	bool have_holder;
 	dev_t holder_dev;	/* file of the holder found by the last try */
 	ino_t holder_ino;
+	bool listed_known;	/* /proc/locks lists files of device */
+	dev_t listed_for;	/* listed_for under listed_dev */
+	dev_t listed_dev;
 	struct timespec holder_mtime;	/* and its record's last change */
 	off_t holder_size;
 	struct pidlock_info holder;
@@ -134,6 +137,8 @@ int klock_try_exclusive(int fd, unsigned int kinds);
 int klock_test_exclusive(int fd, unsigned int kinds, unsigned int *held);
 bool klock_shared_excludes(int fd, unsigned int kinds);
 bool klock_writer_waits(dev_t dev, ino_t ino);
+bool klock_fd_listed_dev(int fd, dev_t *dev);
+dev_t klock_listed_dev(struct pidlock *lock, int fd, dev_t st_dev);
 #define KLOCK_PIDS_MAX 64
 struct klock_holders {
 	unsigned int kinds;	/* PIDLOCK_KIND_* listed */

@@ -255,6 +255,83 @@ int klock_holders(dev_t dev, ino_t ino, bool any_dev, struct klock_holders *h)
 	return 0;
 }
 
+/* "mnt_id:\t42" in /proc/self/fdinfo/FD; -1 if not there. */
+static int fd_mount_id(int fd)
+{
+	char name[64], buf[512];
+	const char *p;
+	ssize_t n;
+	int ifd, id;
+
+	(void)snprintf(name, sizeof(name), "/proc/self/fdinfo/%d", fd);
+	ifd = open(name, O_RDONLY | O_CLOEXEC);
+	if (ifd < 0)
+		return -1;
+	n = io_read_bounded(ifd, buf, sizeof(buf) - 1);
+	io_close_keep_errno(ifd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strstr(buf, "mnt_id:");
+	if (!p || sscanf(p, "mnt_id: %d", &id) != 1)
+		return -1;
+	return id;
+}
+
+/* Field 3 of mount `id` in /proc/self/mountinfo: its super block's
+ * device, which is what /proc/locks prints. */
+static bool mount_dev(int id, dev_t *dev)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[1024];
+	unsigned int maj = 0, min = 0;
+	bool found = false, at_start = true;
+	int mid;
+
+	if (!f)
+		return false;
+	/* A line longer than the buffer comes in pieces: only the first
+	 * piece of each starts with the mount id. */
+	while (!found && fgets(line, sizeof(line), f)) {
+		found = at_start &&
+			sscanf(line, "%d %*d %u:%u", &mid, &maj, &min) == 3 &&
+			mid == id;
+		at_start = strchr(line, '\n') != NULL;
+	}
+	(void)fclose(f);	/* read-only: nothing to flush */
+	if (found)
+		*dev = makedev(maj, min);
+	return found;
+}
+
+/*
+ * The device under which /proc/locks lists fd's file.  stat(2) may give
+ * another one: each btrfs subvolume has its own anonymous device, while
+ * the lock list names the file system's.  Without the right one, the
+ * writer-first rule and the record hand-over find no rows there.  The
+ * answer depends on st_dev only, so a handle keeps it.
+ */
+bool klock_fd_listed_dev(int fd, dev_t *dev)
+{
+	int id = fd_mount_id(fd);
+
+	return id >= 0 && mount_dev(id, dev);
+}
+
+dev_t klock_listed_dev(struct pidlock *lock, int fd, dev_t st_dev)
+{
+	dev_t dev;
+
+	if (lock->listed_known && lock->listed_for == st_dev)
+		return lock->listed_dev;
+	if (!klock_fd_listed_dev(fd, &dev))
+		return st_dev;	/* not kept: a later call may learn it */
+	lock->listed_known = true;
+	lock->listed_for = st_dev;
+	lock->listed_dev = dev;
+	return dev;
+}
+
 /*
  * Does a writer wait in the kernel for a lock on dev/ino?  /proc/locks
  * lists blocked requests as "3: -> FLOCK  ADVISORY  WRITE 4359 ...",

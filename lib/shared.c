@@ -48,11 +48,12 @@ static int alone(struct pidlock *lock)
  * alive: another holder.  flock(2) rows name their process; OFD rows
  * name nobody, so a holder of OFD locks only cannot be found this way.
  */
-static pid_t other_holder(const struct pidlock *lock, pid_t self)
+static pid_t other_holder(struct pidlock *lock, pid_t self)
 {
+	dev_t dev = klock_listed_dev(lock, lock->fd, lock->dev);
 	struct klock_holders h;
 
-	if (klock_holders(lock->dev, lock->ino, false, &h) < 0)
+	if (klock_holders(dev, lock->ino, false, &h) < 0)
 		return 0;
 	for (unsigned int i = 0; i < h.npids; i++)
 		if (h.pids[i] != self && io_pid_alive(h.pids[i]))

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # make check-filesystems: make each file system, then run on it the
-# protocol and interop tests, the short torture and a pidlock(1) mix.
+# protocol, interop, shared, slot, event-loop and descriptor tests, the
+# short torture and a pidlock(1) mix.
 # See tests/fs/README.  Run from the top build directory, as root:
 #
 #   tests/fs/run.sh [FS ...]
@@ -18,6 +19,8 @@
 #   FS_MIX_PROCS    processes in the mix (4)
 #   FS_PARTS        what to run: any of probe tests torture mix
 #                   (default: all four)
+#   FS_TESTS        the check programs of part "tests" (default: lock,
+#                   interop, wait, shared, slots, async and fd)
 #   FS_KEEP_LOGS    directory to copy the logs to (default: none)
 #   srcdir          the source tree (default: this script's ../..)
 #
@@ -39,7 +42,8 @@ DEFAULT_FS="ext4 xfs btrfs overlay fuse-overlayfs bindfs bindfs-lockfwd"
 REFUSE_FS="bindfs-lockfwd"
 IMAGE_SIZE=512M
 PROBE="$top/tests/fs/fsprobe"
-PROTOCOL_TESTS="tests/test-lock tests/test-interop tests/test-wait"
+PROTOCOL_TESTS=${FS_TESTS:-"tests/test-lock tests/test-interop tests/test-wait
+ tests/test-shared tests/test-slots tests/test-async tests/test-fd"}
 TORTURE_SHORT="short-flock short-fcntl short-spec short-alone short-keepfile
  short-unsafe-flock short-unsafe-rename"
 
