@@ -143,7 +143,9 @@ musl)
 clang)
 	cc=${CLANG:-clang}
 	cflags="-O2 -g -Weverything $CLANG_NO_WARN"
-	run ./configure CC="$cc" CFLAGS="$cflags" --enable-werror --disable-static
+	# The python3 of this build (PYTHON), whose pytest the suite needs.
+	run ./configure CC="$cc" CFLAGS="$cflags" --enable-werror --disable-static \
+		${PYTHON:+PYTHON="$PYTHON"}
 	echo "$me: $($cc --version | head -n 1)"
 	echo "$me: CFLAGS=$cflags -Werror"
 	run $make -j"$jobs"
