@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+from types import TracebackType
+from typing import Optional, Type
 
 #: Environment variable naming the library file to load instead of
 #: libpidlock.so.0 (tests in the build tree, private installs).
@@ -97,3 +99,32 @@ def _declare(lib: ctypes.CDLL) -> None:
 lib = _load()
 _declare(lib)
 Handle = _Handle
+
+
+class Owner:
+    """An object that owns one C handle (self._handle): a with-block
+    releases what it took, and the finalizer frees the handle, which
+    lets go of what is still held.  Subclasses say how to free."""
+
+    _handle: Optional[int] = None
+
+    def _free_handle(self, handle: int) -> None:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        raise NotImplementedError
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.release()
+
+    def __del__(self) -> None:
+        handle = getattr(self, "_handle", None)
+        if handle is None:
+            return
+        self._handle = None
+        try:
+            self._free_handle(handle)
+        except Exception:  # noqa: BLE001 - late in interpreter shutdown
+            pass

@@ -9,8 +9,7 @@ import math
 import os
 import threading
 import time
-from types import TracebackType
-from typing import Optional, Type
+from typing import Optional
 
 from . import _lib
 from ._errors import Busy, raise_for
@@ -36,7 +35,7 @@ def timeout_ms(timeout: Optional[float]) -> int:
     return min(_INT_MAX, max(1, math.ceil(timeout * 1000)))
 
 
-class Lock:
+class Lock(_lib.Owner):
     """An exclusive lock on a file path that never goes stale.
 
     Lock(path, *, timeout=None, tag=None, flags=Flags.NONE, shared=False,
@@ -204,23 +203,11 @@ class Lock:
             _free(handle, self._owner)
             self._owner = None
 
+    def _free_handle(self, handle: int) -> None:
+        _free(handle, self._owner)
+
     def __enter__(self) -> "Lock":
         return self.acquire()
-
-    def __exit__(self, exc_type: Optional[Type[BaseException]],
-                 exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        self.release()
-
-    def __del__(self) -> None:
-        handle = getattr(self, "_handle", None)
-        if handle is None:
-            return
-        self._handle = None
-        try:
-            _free(handle, self._owner)
-        except Exception:  # noqa: BLE001 - late in interpreter shutdown
-            pass
 
     def __repr__(self) -> str:
         state = "locked" if self.locked else "unlocked"

@@ -6,8 +6,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-from types import TracebackType
-from typing import Optional, Type
+from typing import Optional
 
 from . import _lib
 from ._errors import Busy, raise_for
@@ -15,7 +14,7 @@ from ._lock import DEFAULT, _Default, timeout_ms
 from ._types import Flags, PathArg
 
 
-class Slots:
+class Slots(_lib.Owner):
     """A semaphore of n slots on path: slot k is the lock file path.k.
 
     Slots(path, n, *, timeout=None, flags=Flags.NONE)
@@ -83,26 +82,14 @@ class Slots:
         """Let go of the slot held, if any, and free the handle."""
         handle, self._handle = self._handle, None
         if handle is not None:
-            _lib.lib.pidlock_slots_free(handle)
+            self._free_handle(handle)
         self.slot = None
+
+    def _free_handle(self, handle: int) -> None:
+        _lib.lib.pidlock_slots_free(handle)
 
     def __enter__(self) -> int:
         return self.acquire()
-
-    def __exit__(self, exc_type: Optional[Type[BaseException]],
-                 exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        self.release()
-
-    def __del__(self) -> None:
-        handle = getattr(self, "_handle", None)
-        if handle is None:
-            return
-        self._handle = None
-        try:
-            _lib.lib.pidlock_slots_free(handle)
-        except Exception:  # noqa: BLE001 - late in interpreter shutdown
-            pass
 
     def __repr__(self) -> str:
         held = f"slot {self.slot}" if self.slot is not None else "no slot"

@@ -9,19 +9,28 @@ import sys
 import textwrap
 from typing import Optional
 
-# A holder: takes the lock at argv[1] (tag argv[2]), says "held <pid>",
-# then on "release" lets go and says "released"; on EOF it exits
-# holding (the kernel drops its locks).
-HOLDER = textwrap.dedent("""
-    import sys, pidlock
-    lock = pidlock.Lock(sys.argv[1], tag=sys.argv[2] or None)
-    lock.acquire()
-    print("held", flush=True)
-    for line in sys.stdin:
-        if line.strip() == "release":
-            lock.release()
-            print("released", flush=True)
-    """)
+
+def holder_script(make: str, after_hold: str = "") -> str:
+    """A holder program: `make` sets `lock` up from argv[1], the holder
+    takes it, says "held" (then what after_hold prints), and on
+    "release" lets go and says "released"; on EOF it exits holding (the
+    kernel drops its locks)."""
+    return textwrap.dedent("""
+        import sys
+        {make}
+        lock.acquire()
+        print("held", flush=True)
+        {after_hold}
+        for line in sys.stdin:
+            if line.strip() == "release":
+                lock.release()
+                print("released", flush=True)
+        """).format(make=make, after_hold=after_hold)
+
+
+# The library's own holder of argv[1], tagged argv[2].
+HOLDER = holder_script("import pidlock; "
+                       "lock = pidlock.Lock(sys.argv[1], tag=sys.argv[2] or None)")
 
 
 class Holder:

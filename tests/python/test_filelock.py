@@ -16,7 +16,7 @@ import pytest
 
 import pidlock
 from pidlock import FileLock, Timeout
-from helpers import Holder
+from helpers import Holder, holder_script
 
 
 def test_timeout_is_filelock_shaped(lockpath):
@@ -152,16 +152,8 @@ def test_filelock_program_runs_unchanged(lockpath):
     assert outputs[0] == outputs[1] == "nested True\ntimeout True\nreleased False\n"
 
 
-FILELOCK_HOLDER = textwrap.dedent("""
-    import sys, filelock
-    lock = filelock.FileLock(sys.argv[1])
-    lock.acquire()
-    print("held", flush=True)
-    for line in sys.stdin:
-        if line.strip() == "release":
-            lock.release()
-            print("released", flush=True)
-    """)
+FILELOCK_HOLDER = holder_script("import filelock; "
+                                "lock = filelock.FileLock(sys.argv[1])")
 
 
 def test_excludes_real_filelock_holder(lockpath):

@@ -8,36 +8,17 @@ import os
 import shutil
 import signal
 import subprocess
-import textwrap
 
 import pytest
 
 import pidlock
-from helpers import Holder
+from helpers import Holder, holder_script
 
-SHARED_HOLDER = textwrap.dedent("""
-    import sys, pidlock
-    lock = pidlock.Lock(sys.argv[1], shared=True)
-    lock.acquire()
-    print("held", flush=True)
-    for line in sys.stdin:
-        if line.strip() == "release":
-            lock.release()
-            print("released", flush=True)
-    """)
-
-# Takes one slot of argv[1] (2 slots) and says "held"; then as HOLDER.
-SLOT_HOLDER = textwrap.dedent("""
-    import sys, pidlock
-    slots = pidlock.Slots(sys.argv[1], 2)
-    slots.acquire()
-    print("held", flush=True)
-    print(slots.slot, flush=True)
-    for line in sys.stdin:
-        if line.strip() == "release":
-            slots.release()
-            print("released", flush=True)
-    """)
+SHARED_HOLDER = holder_script("import pidlock; "
+                              "lock = pidlock.Lock(sys.argv[1], shared=True)")
+# Takes one slot of argv[1] (2 slots), says "held" and the slot number.
+SLOT_HOLDER = holder_script("import pidlock; lock = pidlock.Slots(sys.argv[1], 2)",
+                            "print(lock.slot, flush=True)")
 
 
 def test_shared_holders_together_exclusive_kept_out(lockpath):
