@@ -86,6 +86,12 @@ enum pidlock_state {
 	 * library never writes, truncates or unlinks it; acquire returns
 	 * -EBADMSG. Since 1.1.0. */
 	PIDLOCK_STATE_NOT_LOCK_FILE = 6,
+	/** A pidfile or dotlock held without a kernel lock: a bare pid, or
+	 * a pid= line without a timestamp, naming a live process that
+	 * started before the file was last written, in this boot, so that
+	 * it may be the file's writer (a running daemon's hand-written
+	 * pidfile, a dotlockfile(1) lock). Since 1.3.0. */
+	PIDLOCK_STATE_HELD_PIDFILE = 7,
 };
 
 /** Largest file the library takes for a lock file; see pidlock(5). */

@@ -192,6 +192,24 @@ static bool incomplete(const struct content *c)
 }
 
 /*
+ * Rule C's pid: a pidfile's or dotlock's writer holds no kernel lock,
+ * and holds as long as it lives.  The pid is that of the process about
+ * to hold (ours, or the shell of pidlock_lock_fd()): it wrote the file
+ * itself, and is no other holder.
+ */
+static bool pidfile_held(struct pidlock *lock, const struct content *c,
+			 const struct stat *st)
+{
+	pid_t pid = c->pid ? c->pid : c->bare_pid;
+
+	if (!incomplete(c) || pid <= 0 || pid == self_pid() ||
+	    pid == lock->fd_pid || !writer_may_hold(pid, st))
+		return false;
+	note_holder(lock, PIDLOCK_STATE_HELD_PIDFILE, 0, c, st);
+	return true;
+}
+
+/*
  * The record is incomplete: it may be a spec-only peer between its
  * O_EXCL create and its write.  Watch for that write until the grace
  * period, counted from the file's mtime, is over; *c is then the
@@ -305,6 +323,11 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 	struct content c;
 	int r = read_record(fd, st, &c, &lock_file);
 
+	/* Rule C, a live writer: a running daemon's pidfile, a dotlock.
+	 * Busy, whatever else: liblockfile publishes by link(2), so its
+	 * lock has a second name for a moment, and we write nothing. */
+	if (r == 0 && lock_file && pidfile_held(lock, &c, st))
+		return TRY_BUSY;
 	/* A planted hard link is named as such, whatever it holds. */
 	if (r == 0 && st->st_nlink != 1)
 		r = repair_links(lock, fd, &c, st);
@@ -320,6 +343,9 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 		note_holder(lock, PIDLOCK_STATE_HELD_SPEC, 0, &c, st);
 		return TRY_BUSY;
 	}
+	/* ...and a writer that came during the grace may be alive. */
+	if (pidfile_held(lock, &c, st))
+		return TRY_BUSY;
 	/* Rule B: a spec-only holder holds no kernel lock; only staleness
 	 * (old AND dead) frees it. */
 	if (!c.marker && content_is_spec(&c) &&

@@ -64,6 +64,10 @@ static enum pidlock_state classify(unsigned int kernel,
 	/* Possibly a spec-only writer between create and write. */
 	if (io_grace_left_ms(st, PIDLOCK_DEFAULT_GRACE_MS) > 0)
 		return PIDLOCK_STATE_HELD_SPEC;
+	/* A running daemon's pidfile, a dotlock: held while its writer
+	 * lives (doc/protocol.md, rule C). */
+	if (writer_may_hold(c->pid ? c->pid : c->bare_pid, st))
+		return PIDLOCK_STATE_HELD_PIDFILE;
 	/* flock(1) and with-lock-ex leave an empty file when they finish;
 	 * what else is incomplete had a writer that did not. */
 	return c->empty ? PIDLOCK_STATE_FREE : PIDLOCK_STATE_ABANDONED;
@@ -273,6 +277,8 @@ PIDLOCK_EXPORT const char *pidlock_state_name(enum pidlock_state state)
 		return "unreadable";
 	case PIDLOCK_STATE_NOT_LOCK_FILE:
 		return "not-a-lock-file";
+	case PIDLOCK_STATE_HELD_PIDFILE:
+		return "held-pidfile";
 	}
 	return NULL;
 }

@@ -216,6 +216,11 @@ int release_let_go(struct pidlock *lock);
 /* leftover.c */
 void leftover_sweep(const struct pidlock *lock);
 
+/* writer.c: on either side of the file's mtime, how far a process
+ * start may fall and still count as that of its writer. */
+#define WRITER_SLACK_SEC 2
+bool writer_may_hold(pid_t pid, const struct stat *st);
+
 /* inspect.c */
 bool inspect_spec_is_stale(const struct content *c, unsigned int stale_sec);
 void inspect_fill_info(struct pidlock_info *info, enum pidlock_state state,

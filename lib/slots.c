@@ -198,7 +198,8 @@ static bool held_otherwise(const struct pidlock_slots *s, unsigned int k)
 	if (pidlock_inspect(l->path, &info, l->stale_sec) < 0)
 		return false;	/* the acquire says why */
 	return info.state == PIDLOCK_STATE_HELD ||
-	       info.state == PIDLOCK_STATE_HELD_SPEC;
+	       info.state == PIDLOCK_STATE_HELD_SPEC ||
+	       info.state == PIDLOCK_STATE_HELD_PIDFILE;
 }
 
 /* Where this process starts: its pid modulo n, so that workers forked

@@ -313,22 +313,154 @@ TU_LOCK_TEST(grace_waits_for_spec_writer, 0)
 	wait(NULL);
 }
 
-/* Rule C also covers a classic pidfile left by a crashed daemon whose
- * pid now names an unrelated live process: taken over, never trusted. */
-TU_LOCK_TEST(bare_live_pid_taken_over, 0)
+/*
+ * A process that holds no kernel lock and waits for a word on its pipe,
+ * then exits (it stays a zombie until it is reaped): the writer of a
+ * hand-written pidfile, or an innocent process that got a dead one's pid.
+ */
+static pid_t pidfile_writer(struct tu_child *c)
+{
+	if (tu_fork(c) == 0) {
+		(void)tu_wait_parent(c);
+		_exit(0);
+	}
+	return c->pid;
+}
+
+/* The pid, bare or on a pid= line, written over `path` with the mtime
+ * `ago` seconds ago (0: now, then out of rule C's grace of 200 ms). */
+static void write_pidfile(const char *path, bool pid_line, pid_t pid,
+			  long ago)
+{
+	char text[64];
+
+	snprintf(text, sizeof(text), "%s%ld\n", pid_line ? "pid=" : "",
+		 (long)pid);
+	tu_write(path, text);
+	if (ago)
+		tu_set_mtime_ago(path, ago);
+	else
+		tu_msleep(250);
+}
+
+/* The state of `pid`'s process in /proc/PID/stat ('Z' for a zombie). */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	p = p ? strrchr(buf, ')') : NULL;
+	return p && p[1] ? p[2] : 0;
+}
+
+/*
+ * Rule C, a live writer: a running daemon's pidfile (a bare pid, or a
+ * pid= line and no timestamp) whose process started before the file was
+ * written is held, as hand-written pidfile code and liblockfile judge
+ * it: a second daemon must not start beside the first.  Nothing is
+ * written; the busy report names the process; a timed wait ends when it
+ * exits, even as a zombie that nobody reaped.
+ */
+TU_LOCK_TEST(live_pidfile_held, 0)
 {
 	struct pidlock_info info;
-	char bare[32];
 
-	snprintf(bare, sizeof(bare), "%ld\n", (long)getppid());
-	tu_write(p, bare);
-	tu_set_mtime_ago(p, 100);
+	for (int pid_line = 0; pid_line <= 1; pid_line++) {
+		struct tu_child c;
+		pid_t pid = pidfile_writer(&c);
+		char *before;
+		long t0;
+
+		tu_msleep(20);	/* the file is written after the start */
+		write_pidfile(p, pid_line, pid, 0);
+		before = tu_snapshot(p);
+		ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+		ck_assert_int_eq(pidlock_holder(l, &info), 0);
+		ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_PIDFILE);
+		ck_assert_int_eq(info.pid, pid);
+		ck_assert_int_eq(info.kernel_locks, 0);
+		ck_assert_int_eq(pidlock_acquire(l, 300), -ETIMEDOUT);
+		ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+		ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_PIDFILE);
+		ck_assert_str_eq(pidlock_state_name(info.state), "held-pidfile");
+		tu_assert_unchanged(p, before, "a live pidfile");
+		/* It exits and stays a zombie: its pidfile is abandoned. */
+		tu_tell_later(&c, 200, 'x');
+		t0 = tu_ms();
+		ck_assert_int_eq(pidlock_acquire(l, 10000), 0);
+		ck_assert_int_lt(tu_ms() - t0, 5000);
+		ck_assert_int_eq(proc_state(pid), 'Z');
+		ck_assert_int_eq(pidlock_release(l), 0);
+		ck_assert_int_eq(tu_join(&c), 0);
+		wait(NULL);	/* tu_tell_later's messenger */
+	}
+}
+
+/*
+ * Rule C: a crashed daemon's pidfile whose pid now names an unrelated
+ * live process, one that started after the file was written (beyond
+ * the slack), is taken over, and that process is left alone.
+ */
+TU_LOCK_TEST(reused_pid_taken_over, 0)
+{
+	struct pidlock_info info;
+	struct tu_child c;
+	pid_t pid = pidfile_writer(&c);
+
+	write_pidfile(p, false, pid, 10);
 	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
-	ck_assert_int_eq(info.pid, getppid());
+	ck_assert_int_eq(info.pid, pid);
 	ck_assert_int_eq(info.pid_alive, 1);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	ck_assert_int_eq(kill(getppid(), 0), 0);
+	ck_assert_int_eq(kill(pid, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	/* A dead pid, and a zombie's, free the file as well. */
+	write_pidfile(p, false, tu_dead_pid(), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	tu_tell(&c, 'x');
+	while (proc_state(pid) != 'Z')
+		tu_msleep(5);
+	write_pidfile(p, false, pid, 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(tu_join(&c), 0);
+}
+
+/*
+ * Rule C: a file written before this boot names no live writer, even if
+ * its pid is that of a process started at boot (init).  The same file
+ * written since is held by init.  The caller's own pid is no other
+ * holder: a process that wrote its own pidfile takes it.
+ */
+TU_LOCK_TEST(pidfile_boot_and_self, 0)
+{
+	struct pidlock_info info;
+	struct timespec up;
+
+	ck_assert_int_eq(clock_gettime(CLOCK_BOOTTIME, &up), 0);
+	if (proc_state(1) == 0) {
+		fprintf(stderr, "SKIP pidfile_boot_and_self: /proc/1 unreadable\n");
+		return;
+	}
+	write_pidfile(p, false, 1, (long)up.tv_sec + 3600);
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	write_pidfile(p, false, 1, 0);
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_PIDFILE);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	ck_assert_int_eq(unlink(p), 0);
+	write_pidfile(p, false, getpid(), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 }
 
 /* Rule C: an incomplete file older than the grace (a with-lock-ex or
@@ -707,7 +839,9 @@ int main(void)
 		{ spec_holder_rules, 1 },
 		{ grace_waits_for_spec_writer, 1 },
 		{ grace_then_takeover, 1 },
-		{ bare_live_pid_taken_over, 1 },
+		{ live_pidfile_held, 1 },
+		{ reused_pid_taken_over, 1 },
+		{ pidfile_boot_and_self, 1 },
 		{ inode_check_after_unlink, 1 },
 		{ fork_release_pid_check, 1 },
 		{ daemonize_flow, 1 },

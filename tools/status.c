@@ -269,6 +269,10 @@ void describe_holder(const char *path, const struct pidlock_info *info,
 		text_set(buf, size, "pid %d", (int)info->pid);
 		if (info->state == PIDLOCK_STATE_HELD_SPEC)
 			text_add(buf, size, " (spec-only, no kernel lock)");
+		else if (info->state == PIDLOCK_STATE_HELD_PIDFILE)
+			text_add(buf, size, " (a pidfile or dotlock, no kernel "
+				 "lock; running since before the file was "
+				 "written)");
 	} else {
 		text_set(buf, size, "an unknown process");
 	}
@@ -288,6 +292,7 @@ static int status_exit(const struct pidlock_info *info)
 		return STATUS_FREE;
 	case PIDLOCK_STATE_HELD:
 	case PIDLOCK_STATE_HELD_SPEC:
+	case PIDLOCK_STATE_HELD_PIDFILE:
 		return STATUS_HELD;
 	case PIDLOCK_STATE_ABANDONED:
 	case PIDLOCK_STATE_STALE:
@@ -485,6 +490,9 @@ static const char *state_meaning(enum pidlock_state state)
 		return "a process holds its kernel lock";
 	case PIDLOCK_STATE_HELD_SPEC:
 		return "a spec-only holder: no kernel lock, not stale";
+	case PIDLOCK_STATE_HELD_PIDFILE:
+		return "a pidfile or dotlock: no kernel lock, its process "
+		       "runs and started before the file was written";
 	case PIDLOCK_STATE_ABANDONED:
 		return "its holder ended without releasing it, no kernel lock; "
 		       "the next locker takes it over";
@@ -628,7 +636,8 @@ static int show_one(const struct opts *o, const char *path, bool *first,
 	int code = inspect_one(o, path, &info, &error);
 
 	*held = !error && (info.state == PIDLOCK_STATE_HELD ||
-			   info.state == PIDLOCK_STATE_HELD_SPEC);
+			   info.state == PIDLOCK_STATE_HELD_SPEC ||
+			   info.state == PIDLOCK_STATE_HELD_PIDFILE);
 	if (error)
 		warn_path(path, error);
 	if (o->json) {

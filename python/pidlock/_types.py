@@ -49,6 +49,7 @@ class State(enum.IntEnum):
     STALE = 4
     UNREADABLE = 5
     NOT_LOCK_FILE = 6
+    HELD_PIDFILE = 7
 
     @property
     def label(self) -> str:

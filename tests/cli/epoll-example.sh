@@ -16,7 +16,9 @@ flock_busy() {
 
 : > b.lock
 "$PIDLOCK" a.lock sleep 0.8 &
-flock -n b.lock sleep 1.5 &
+# Blocking, not -n: the probe below takes the lock for an instant, and a
+# holder started with -n that came at that instant would just give up.
+flock b.lock sleep 1.5 &
 wait_until flock_busy a.lock
 wait_until flock_busy b.lock
 start=$(date +%s%N)
