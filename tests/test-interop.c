@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -403,6 +404,70 @@ START_TEST(libbsd_pidfile)
 END_TEST
 #endif
 
+/* Runs dotlockfile(1) with the arguments, NULL-terminated; its pid. */
+static pid_t dotlockfile(const char *arg, ...)
+{
+	const char *argv[12] = { tu_peer("DOTLOCKFILE"), arg };
+	/* execv(2) takes char *const *, and never writes the strings. */
+	union { const char **c; char *const *v; } args = { argv };
+	va_list ap;
+	int n = 2;
+	pid_t pid;
+
+	va_start(ap, arg);
+	while (n < 11 && (argv[n] = va_arg(ap, const char *)) != NULL)
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		execv(argv[0], args.v);
+		_exit(127);
+	}
+	return pid;
+}
+
+/*
+ * liblockfile's dotlock (dotlockfile -p: its pid, no kernel lock) is
+ * held while its process lives, as liblockfile itself judges it: we
+ * neither take it nor write into it, and name its holder.  When it
+ * ends, a waiting acquire gets the lock.  The other way round,
+ * dotlockfile finds our record (no number it can read, and young)
+ * valid and does not take our lock.  (Rule C, doc/protocol.md.)
+ */
+START_TEST(dotlockfile_holder_excludes)
+{
+	char *path = tu_path("d.lock");
+	struct pidlock *l = tu_new(path, 0);
+	struct pidlock_info info;
+	char want[32], *before;
+	pid_t holder = dotlockfile("-p", "-r", "0", path, "sleep", "2", NULL);
+	long t0 = tu_ms();
+
+	snprintf(want, sizeof(want), "%ld\n", (long)holder);
+	while (!tu_exists(path) || strcmp(tu_read(path), want) != 0) {
+		ck_assert_msg(tu_ms() - t0 < 10000, "no dotlock after 10 s");
+		tu_msleep(5);
+	}
+	tu_msleep(250);		/* past rule C's grace */
+	before = tu_snapshot(path);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	ck_assert_int_eq(pidlock_holder(l, &info), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_PIDFILE);
+	ck_assert_int_eq(info.pid, holder);
+	tu_assert_unchanged(path, before, "a live dotlock");
+	ck_assert_int_eq(pidlock_acquire(l, 20000), 0);
+	ck_assert_int_eq(tu_reap(holder), 0);
+	/* Ours held: dotlockfile's one try gives up (L_MAXTRYS). */
+	ck_assert_int_eq(tu_reap(dotlockfile("-p", "-q", "-r", "0", path,
+					     NULL)), 4);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert(!tu_exists(path));
+	pidlock_free(l);
+}
+END_TEST
+
 int main(void)
 {
 	const struct tu_case cases[] = {
@@ -413,6 +478,7 @@ int main(void)
 		{ flock1_keep_file_counter, 1 },
 		{ flock1_excludes, 1 },
 		{ libbsd_pidfile, 1 },
+		{ dotlockfile_holder_excludes, 1 },
 		{ NULL, 0 },
 	};
 

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -496,6 +497,58 @@ static void rename_loop(void)
 
 /* --- dispatch --------------------------------------------------------------- */
 
+/* --- liblockfile: dotlockfile(1) -p ---------------------------------------- */
+
+/* dotlockfile -p -r 0: one try, writing our pid (its caller's) into
+ * the lock it publishes with link(2).  0: held; 1: busy. */
+static int dotlock_try(void)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		fail(errno, "fork");
+	if (pid == 0) {
+		execl(cfg->dotlock, cfg->dotlock, "-p", "-q", "-r", "0", me.lock,
+		      (char *)NULL);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			fail(errno, "waitpid");
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	/* L_MAXTRYS: a valid lock is there. */
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 4)
+		return 1;
+	fail(EPROTO, "dotlockfile");
+}
+
+static void dotlock_loop(void)
+{
+	while (!shm->stop) {
+		long v;
+
+		set_phase(PH_ACQUIRE);
+		while (dotlock_try() != 0) {
+			if (shm->stop)
+				return;
+			sleep_us(200 + rnd() % 2000);
+		}
+		v = cs_enter();
+		/* Now and then past rule C's grace (200 ms), where only the
+		 * live pid in the file keeps the lock held. */
+		if (rnd() % 4 == 0)
+			sleep_us(200000 + rnd() % 200000);
+		cs_leave(v);
+		set_phase(PH_RELEASE);
+		/* lockfile_remove(3): the lock is its name. */
+		if (unlink(me.lock) < 0)
+			fail(errno, "unlink dotlock");
+		pause_between();
+	}
+}
+
 void run_participant(enum kind k, int slot, long id)
 {
 	me_init(cfg->dir, slot, id);
@@ -510,6 +563,8 @@ void run_participant(enum kind k, int slot, long id)
 		spec_loop();
 	else if (k == K_RENAME)
 		rename_loop();
+	else if (k == K_DOTLOCK)
+		dotlock_loop();
 	else
 		die("kind %s is not run in process", kind_name(k));
 	_exit(0);
@@ -539,7 +594,7 @@ void exec_participant(enum kind k, int slot, long id)
 		/* The tool's modes take turns, one per cycle. */
 		if (id % 3 == 1)
 			argv[n++] = "--no-sync";
-		else if (id % 3 == 2)
+		else if (id % 3 == 2 && !cfg->no_plain_pid)
 			argv[n++] = "--plain-pid";
 		/* Its stale timeout for spec holders, as the library's. */
 		if (cfg->lib_stale) {

@@ -89,7 +89,7 @@ static const char *const kind_names[K_NKINDS] = {
 	[K_WLE] = "with-lock-ex", [K_FSLOCK] = "fslock-guard",
 	[K_BSD] = "libbsd-pidfile", [K_SPEC] = "spec-peer",
 	[K_FLOCK1] = "flock1", [K_FLOCK1_RM] = "flock1-rm",
-	[K_RENAME] = "spec-rename-peer",
+	[K_RENAME] = "spec-rename-peer", [K_DOTLOCK] = "dotlockfile",
 };
 
 static const char *const phase_names[PH_NPHASES] = {
@@ -189,6 +189,13 @@ static const struct mix mixes[] = {
 	{ "shared-keep", SAFE, PIDLOCK_KEEP_FILE,
 	  { K_LIB_SH_KEEP, K_LIB_KEEP, K_LIB_SH_KEEP, K_FLOCK1, END },
 	  { K_LIB_SH_KEEP, K_LIB_KEEP, END }, false },
+	/* liblockfile's dotlocks: held while the pid in them lives
+	 * (doc/protocol.md, rule C).  No bare-pid or kept records of ours:
+	 * liblockfile would read the one as a dead holder's and remove it
+	 * while we take it over, and wait 5 minutes on the other. */
+	{ "dotlock", SAFE, 0,
+	  { K_LIB, K_DOTLOCK, K_CLI, K_LIB_NOSYNC, K_DOTLOCK, END },
+	  { K_LIB, K_DOTLOCK, END }, false },
 	{ "unsafe-flock", UNSAFE, 0,
 	  { K_LIB, K_FLOCK1_RM, K_LIB, K_FLOCK1_RM, END },
 	  { K_LIB, K_FLOCK1_RM, END }, false },
@@ -353,6 +360,12 @@ static int running_in(enum phase want, int *cand)
 
 	for (int i = 0; i < S.nslots; i++) {
 		if (!S.slots[i].pid || S.slots[i].killed)
+			continue;
+		/* A dotlock of a killed holder is stale to liblockfile and
+		 * to us alike, and liblockfile's removal of a stale lock
+		 * races with whoever takes it (two liblockfile users race
+		 * the same way): its holders die only while idle. */
+		if (S.slots[i].kind == K_DOTLOCK && shm->phase[i] != PH_IDLE)
 			continue;
 		if (want == PH_NONE || shm->phase[i] == (int)want)
 			cand[n++] = i;
@@ -678,7 +691,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: torture --mix NAME [options]\n"
-		"  --mix flock|fcntl|spec|alone|flock1|keepfile|shared|shared-keep|\n"
+		"  --mix flock|fcntl|spec|alone|flock1|keepfile|shared|shared-keep|dotlock|\n"
 		"        unsafe-flock|unsafe-rename\n"
 		"  --duration SEC     length of the storm (6)\n"
 		"  --procs N          participants (at least one of each kind)\n"
@@ -703,6 +716,7 @@ static void defaults(void)
 	S.o.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 	S.cfg.wle = "/usr/bin/with-lock-ex";
 	S.cfg.flock1 = "/usr/bin/flock";
+	S.cfg.dotlock = "/usr/bin/dotlockfile";
 	S.cfg.cs_us = 2000;
 	S.cfg.spec_stale = 1;
 }
@@ -788,6 +802,7 @@ static void check_tools(void)
 		enum kind k = S.slots[i].kind;
 		const char *p = k == K_WLE ? S.cfg.wle
 			      : k == K_FLOCK1 || k == K_FLOCK1_RM ? S.cfg.flock1
+			      : k == K_DOTLOCK ? S.cfg.dotlock
 			      : NULL;
 
 		if (p && access(p, X_OK) < 0)
@@ -886,6 +901,7 @@ static void configure_mix(void)
 		S.cfg.lib_stale = S.cfg.spec_stale + 2;
 		S.o.stuck += S.cfg.lib_stale;
 	}
+	S.cfg.no_plain_pid = strcmp(S.o.mix->name, "dotlock") == 0;
 	if (S.o.mix->expect == UNSAFE)
 		S.o.kill_rate = 0;
 	if (S.o.kill_rate < 0)

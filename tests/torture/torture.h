@@ -40,6 +40,7 @@ enum kind {
 	K_FLOCK1,	/* flock(1), no inode check, file kept */
 	K_FLOCK1_RM,	/* flock(1) running "job; rm -f lock" */
 	K_RENAME,	/* spec peer publishing with rename(2) */
+	K_DOTLOCK,	/* dotlockfile -p: a pid, no kernel lock */
 	K_NKINDS
 };
 
@@ -60,6 +61,8 @@ struct config {
 	const char *cli;	/* pidlock(1), or NULL */
 	const char *wle;	/* with-lock-ex */
 	const char *flock1;	/* flock(1) */
+	const char *dotlock;	/* dotlockfile(1) */
+	bool no_plain_pid;	/* pidlock(1) never writes a bare pid */
 	unsigned int cs_us;	/* longest sleep inside the critical section */
 	unsigned int spec_stale;	/* spec peers' stale timeout, seconds */
 	unsigned int lib_stale;	/* libpidlock's, in the spec mix */
