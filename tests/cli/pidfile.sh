@@ -1,0 +1,74 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# A running daemon's hand-written pidfile, and a dotlockfile -p lock, are
+# held by their process: pidlock -n refuses, --status and --json say
+# held-pidfile and name it, the file is left as it was.  Once the process
+# is gone, or when the pid belongs to a process started after the file
+# was written (a reused pid), the file is taken over (doc/protocol.md,
+# rule C).
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 99
+
+# The old daemon, then its pidfile, written after it started.
+setsid sleep 300 &
+old=$!
+track "$old"
+sleep 0.05
+echo "$old" > daemon.pid
+sleep 0.3	# past rule C's grace
+cp daemon.pid before
+"$PIDLOCK" -n daemon.pid echo second started > out 2> err
+rc=$?
+[ $rc -eq 1 ] || fail "a second daemon started beside the first: exit $rc, $(cat out)"
+[ ! -s out ] || fail "the command ran: $(cat out)"
+grep -q "lock is busy, held by pid $old (a pidfile or dotlock, no kernel lock" err ||
+	fail "busy message: $(cat err)"
+cmp -s before daemon.pid || fail "the pidfile was changed: $(cat daemon.pid)"
+pass "a running daemon's pidfile: no second instance, its pid named, the file unchanged"
+
+"$PIDLOCK" --status daemon.pid > out
+rc=$?
+[ $rc -eq 1 ] && head -1 out | grep -q "^daemon.pid: held-pidfile (" &&
+	grep -q "pid: *$old (running)" out || fail "--status: exit $rc: $(cat out)"
+status_json daemon.pid
+[ "$JRC" -eq 1 ] && [ "$(jv j 0 state)" = held-pidfile ] && [ "$(jv j 0 pid)" = "$old" ] ||
+	fail "--status --json: $(cat j)"
+pass "--status and --json: held-pidfile, exit 1"
+
+# A reused pid: the same live process, but the file written before it
+# started (its mtime set back past the slack of 2 s).
+touch -d '-1 minute' daemon.pid
+"$PIDLOCK" --status daemon.pid > out
+[ $? -eq 2 ] && head -1 out | grep -q "^daemon.pid: abandoned" || fail "reused pid: $(cat out)"
+expect 0 "a reused pid's pidfile is taken over, its process left alone" -- \
+	"$PIDLOCK" -n daemon.pid true
+kill -0 "$old" || fail "the process the pidfile named is gone"
+
+# The daemon ends without removing its pidfile: taken over at once.
+echo "$old" > daemon.pid
+sleep 0.3
+kill "$old"
+wait_until gone "$old"
+expect 0 "the pidfile of a daemon that is gone is taken over" -- \
+	"$PIDLOCK" -n daemon.pid true
+
+# liblockfile: dotlockfile -p runs a command under its dotlock.
+if command -v dotlockfile >/dev/null; then
+	bg_peer dotlockfile -p -r 0 d.lock sleep 3
+	dl=$LAST
+	wait_until test -s d.lock
+	sleep 0.3
+	"$PIDLOCK" -n d.lock true 2> err
+	rc=$?
+	[ $rc -eq 1 ] && grep -q "held by pid $dl (a pidfile or dotlock" err ||
+		fail "dotlock: exit $rc: $(cat err)"
+	pass "a live dotlockfile -p lock is busy and names dotlockfile"
+	start=$(date +%s%N)
+	expect 0 "a waiting pidlock gets the lock when dotlockfile lets go" -- \
+		"$PIDLOCK" -w 20 d.lock true
+	[ $(( ($(date +%s%N) - start) / 1000000 )) -ge 1000 ] ||
+		fail "pidlock did not wait for the dotlock"
+else
+	fail "dotlockfile(1) is not installed (liblockfile-bin)"
+fi
+done_testing
