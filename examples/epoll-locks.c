@@ -136,6 +136,8 @@ int main(int argc, char **argv)
 	long seconds = argc > 3 ? strtol(argv[3], NULL, 10) : 10;
 	int ep, tfd, r;
 
+	/* One line per event, as it happens, also into a pipe or a file. */
+	(void)setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 3 || seconds <= 0) {
 		(void)fprintf(stderr, "usage: epoll-locks PATH1 PATH2 [SECONDS]\n");
 		return 2;
