@@ -65,6 +65,8 @@ struct pidlock {
 	int async_fd;		/* its kept descriptor, or -1 */
 	int64_t async_due;	/* CLOCK_MONOTONIC ms of its next poll */
 	struct watch async_w;
+	pid_t async_pid;	/* the process that began the wait: a fork's
+				 * child has copies of its descriptors */
 	int link_mode;		/* how to publish a temp file, see create.c */
 	bool dir_checked;
 	bool swept;		/* leftover temp files swept once */
