@@ -142,8 +142,7 @@ static int async_step(struct pidlock *lock, int *pollfd, int *timeout_ms)
 	return acquire_end(lock, &lock->async_w, r);
 }
 
-PIDLOCK_EXPORT int pidlock_acquire_async(struct pidlock *lock, int *pollfd,
-					 int *timeout_ms)
+static int acquire_async(struct pidlock *lock, int *pollfd, int *timeout_ms)
 {
 	int r;
 
@@ -155,4 +154,17 @@ PIDLOCK_EXPORT int pidlock_acquire_async(struct pidlock *lock, int *pollfd,
 	for (int i = 0; r == FS_CHECK_AGAIN && i < FS_CHECK_TRIES; i++)
 		r = async_step(lock, pollfd, timeout_ms);
 	return io_rc_filter(r == FS_CHECK_AGAIN ? -ENOENT : r);
+}
+
+/* The wait's state is set up whole or not at all (cancel.c); the
+ * caller's poll between calls is where its thread may be cancelled,
+ * and pidlock_close() or pidlock_free() then ends the wait. */
+PIDLOCK_EXPORT int pidlock_acquire_async(struct pidlock *lock, int *pollfd,
+					 int *timeout_ms)
+{
+	int old = cancel_off();
+	int r = acquire_async(lock, pollfd, timeout_ms);
+
+	cancel_restore(old);
+	return r;
 }

@@ -208,6 +208,12 @@ pid_t self_pid(void);
 bool self_close_begin(unsigned long gen);
 void self_close_end(void);
 
+/* cancel.c: around an exported call that holds state across a
+ * cancellation point; cancel_off() returns what cancel_restore() puts
+ * back. */
+int cancel_off(void);
+void cancel_restore(int old);
+
 /* shared.c */
 int shared_release(struct pidlock *lock);
 int shared_adopt_keep(struct pidlock *lock);
