@@ -974,6 +974,21 @@ static long fork_ms(void)
 	return t;
 }
 
+/* The quickest of up to three forks: a load on the machine may slow one
+ * fork down, a close left announced slows every one. */
+static long quickest_fork_ms(void)
+{
+	long best = fork_ms();
+
+	for (int i = 0; i < 2 && best >= 500; i++) {
+		long t = fork_ms();
+
+		if (t < best)
+			best = t;
+	}
+	return best;
+}
+
 /* Sets the case up; returns the descriptors the process should have
  * once the call has run to its end. */
 static int cancel_setup(struct cancel_run *c, const char *p,
@@ -1026,7 +1041,7 @@ START_TEST(cancelled_call_completes)
 	c.l = tu_new(p, 0);
 	fds = cancel_setup(&c, p, &h);
 	run_cancelled(&c);
-	ms = fork_ms();
+	ms = quickest_fork_ms();
 	ck_assert_msg(ms < 500, "%s: fork took %ld ms after the cancelled "
 		      "call", cancel_names[_i], ms);
 	ck_assert_msg(c.returned, "%s: cancelled inside the call",
