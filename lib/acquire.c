@@ -290,11 +290,26 @@ static int acquire(struct pidlock *lock, int timeout_ms)
 }
 
 /* Only the codes of pidlock(3) ERRORS leave the library: see io.c. */
-PIDLOCK_EXPORT int pidlock_acquire(struct pidlock *lock, int timeout_ms)
+static int acquire_checked(struct pidlock *lock, int timeout_ms)
 {
 	int r = acquire(lock, timeout_ms);
 
 	for (int i = 0; r == FS_CHECK_AGAIN && i < FS_CHECK_TRIES; i++)
 		r = acquire(lock, timeout_ms);
 	return io_rc_filter(r == FS_CHECK_AGAIN ? -ENOENT : r);
+}
+
+/*
+ * Not cancellable, the wait included (cancel.c): a cancellation point
+ * in it may find a temp file made, or a descriptor holding the flock
+ * while F_OFD_SETLKW waits for the OFD lock.  A blocking wait was never
+ * cancellable anyway: flock(2) is no cancellation point.
+ */
+PIDLOCK_EXPORT int pidlock_acquire(struct pidlock *lock, int timeout_ms)
+{
+	int old = cancel_off();
+	int r = acquire_checked(lock, timeout_ms);
+
+	cancel_restore(old);
+	return r;
 }

@@ -162,8 +162,7 @@ static int lock_loop(struct pidlock *lock, int fd, int timeout_ms)
 	return r;
 }
 
-PIDLOCK_EXPORT int pidlock_lock_fd(struct pidlock *lock, int fd, pid_t pid,
-				   int timeout_ms)
+static int lock_fd(struct pidlock *lock, int fd, pid_t pid, int timeout_ms)
 {
 	int r = check_args(lock, fd);
 
@@ -187,6 +186,19 @@ PIDLOCK_EXPORT int pidlock_lock_fd(struct pidlock *lock, int fd, pid_t pid,
 		(void)klock_drop(fd, lock->kinds);
 	give_back(lock);
 	return io_rc_filter(r == TRY_HELD_BY_US ? 0 : r);
+}
+
+/* Not cancellable (cancel.c): a cancellation point between the locks
+ * and their drop on failure would leave them on the caller's
+ * description. */
+PIDLOCK_EXPORT int pidlock_lock_fd(struct pidlock *lock, int fd, pid_t pid,
+				   int timeout_ms)
+{
+	int old = cancel_off();
+	int r = lock_fd(lock, fd, pid, timeout_ms);
+
+	cancel_restore(old);
+	return r;
 }
 
 /*
@@ -243,7 +255,7 @@ static int mark_released(const struct pidlock *lock, int fd)
 				!(lock->flags & PIDLOCK_NO_SYNC));
 }
 
-PIDLOCK_EXPORT int pidlock_unlock_fd(struct pidlock *lock, int fd)
+static int unlock_fd(struct pidlock *lock, int fd)
 {
 	int r = check_args(lock, fd);
 	int rd;
@@ -256,4 +268,15 @@ PIDLOCK_EXPORT int pidlock_unlock_fd(struct pidlock *lock, int fd)
 	/* Like flock(1) -u: the description lets go, whatever it held. */
 	rd = klock_drop(fd, KINDS_ALL);
 	return io_rc_filter(r < 0 ? r : rd);
+}
+
+/* Not cancellable (cancel.c): the record's write and sync come before
+ * the unlock, which must not be skipped. */
+PIDLOCK_EXPORT int pidlock_unlock_fd(struct pidlock *lock, int fd)
+{
+	int old = cancel_off();
+	int r = unlock_fd(lock, fd);
+
+	cancel_restore(old);
+	return r;
 }

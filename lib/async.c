@@ -16,12 +16,41 @@
  * whose holder keeps changing under that try ends the call anyway. */
 #define ARM_ROUNDS 8
 
+/*
+ * A wait begun before a fork(2) is the parent's: the child's kept
+ * descriptor is a copy of the parent's, on one open file description,
+ * and a lock taken through either copy would be held by both processes
+ * at once.  So the child gives its copies up and begins a wait of its
+ * own (async_step()).  The inotify instance is shared as well: the
+ * child only closes its copy, as removing a watch would remove it from
+ * the parent's wait.  A waiter holds no kernel lock on the kept
+ * descriptor (acquire.c), so closing a copy takes nothing from the
+ * parent.  The pid, not the fork generation, tells the child: parent
+ * and child count the same fork alike.
+ */
+static bool inherited(const struct pidlock *lock)
+{
+	return lock->async_on && lock->async_pid != self_pid();
+}
+
+static void drop_copies(struct pidlock *lock)
+{
+	if (lock->async_fd >= 0)
+		io_close_keep_errno(lock->async_fd);
+	lock->async_fd = -1;
+	wait_close(&lock->async_w);
+}
+
 void async_cancel(struct pidlock *lock)
 {
 	if (!lock || !lock->async_on)
 		return;
-	wait_drop_kept(&lock->async_w, &lock->async_fd);
-	wait_close(&lock->async_w);
+	if (inherited(lock)) {
+		drop_copies(lock);
+	} else {
+		wait_drop_kept(&lock->async_w, &lock->async_fd);
+		wait_close(&lock->async_w);
+	}
 	lock->async_on = false;
 }
 
@@ -32,6 +61,7 @@ static void async_start(struct pidlock *lock)
 	lock->async_fd = -1;
 	lock->async_busy = false;
 	lock->async_due = 0;
+	lock->async_pid = self_pid();
 	lock->async_on = true;
 }
 
@@ -73,9 +103,16 @@ static int try_and_arm(struct pidlock *lock, int *timeout_ms)
 
 static int async_step(struct pidlock *lock, int *pollfd, int *timeout_ms)
 {
-	unsigned long gen = lock->gen;
-	bool resumed = lock->async_on, known = lock->have_holder;
-	int r = acquire_begin(lock);
+	unsigned long gen;
+	bool resumed, known;
+	int r;
+
+	if (inherited(lock))
+		async_cancel(lock);	/* a fork's child waits afresh */
+	gen = lock->gen;
+	resumed = lock->async_on;
+	known = lock->have_holder;
+	r = acquire_begin(lock);
 
 	if (r < 0) {
 		if (r != -EALREADY)
@@ -105,8 +142,7 @@ static int async_step(struct pidlock *lock, int *pollfd, int *timeout_ms)
 	return acquire_end(lock, &lock->async_w, r);
 }
 
-PIDLOCK_EXPORT int pidlock_acquire_async(struct pidlock *lock, int *pollfd,
-					 int *timeout_ms)
+static int acquire_async(struct pidlock *lock, int *pollfd, int *timeout_ms)
 {
 	int r;
 
@@ -118,4 +154,17 @@ PIDLOCK_EXPORT int pidlock_acquire_async(struct pidlock *lock, int *pollfd,
 	for (int i = 0; r == FS_CHECK_AGAIN && i < FS_CHECK_TRIES; i++)
 		r = async_step(lock, pollfd, timeout_ms);
 	return io_rc_filter(r == FS_CHECK_AGAIN ? -ENOENT : r);
+}
+
+/* The wait's state is set up whole or not at all (cancel.c); the
+ * caller's poll between calls is where its thread may be cancelled,
+ * and pidlock_close() or pidlock_free() then ends the wait. */
+PIDLOCK_EXPORT int pidlock_acquire_async(struct pidlock *lock, int *pollfd,
+					 int *timeout_ms)
+{
+	int old = cancel_off();
+	int r = acquire_async(lock, pollfd, timeout_ms);
+
+	cancel_restore(old);
+	return r;
 }

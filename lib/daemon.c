@@ -3,7 +3,8 @@
  * Daemons: take the pidfile lock with classic-pidfile defaults before
  * daemonizing, hand it to the forked child, and optionally keep its
  * timestamp fresh from a thread.  Built on the public API only
- * (internal.h is included for PIDLOCK_EXPORT and io_rc_filter()).
+ * (internal.h is included for PIDLOCK_EXPORT, io_rc_filter() and the
+ * cancellation guard of cancel.c).
  */
 #include "config.h"
 
@@ -74,9 +75,8 @@ static int default_path(char *buf, size_t size)
 	return (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-PIDLOCK_EXPORT int pidlock_daemon_open(struct pidlock **lockp,
-				       const char *path, unsigned int flags,
-				       mode_t mode, pid_t *holder)
+static int daemon_open(struct pidlock **lockp, const char *path,
+		       unsigned int flags, mode_t mode, pid_t *holder)
 {
 	char def[PATH_MAX];
 	struct pidlock *lock;
@@ -114,6 +114,19 @@ PIDLOCK_EXPORT int pidlock_daemon_open(struct pidlock **lockp,
 	}
 	*lockp = lock;
 	return 0;
+}
+
+/* Not cancellable (cancel.c): the look for a busy holder's pid sleeps
+ * and reads while the handle is not yet the caller's to free. */
+PIDLOCK_EXPORT int pidlock_daemon_open(struct pidlock **lockp,
+				       const char *path, unsigned int flags,
+				       mode_t mode, pid_t *holder)
+{
+	int old = cancel_off();
+	int r = daemon_open(lockp, path, flags, mode, holder);
+
+	cancel_restore(old);
+	return r;
 }
 
 /*
@@ -301,7 +314,7 @@ PIDLOCK_EXPORT int pidlock_daemon_refresher_status(
 	return io_rc_filter(__atomic_load_n(&ref->status, __ATOMIC_ACQUIRE));
 }
 
-PIDLOCK_EXPORT int pidlock_daemon_refresher_stop(struct pidlock_refresher *ref)
+static int refresher_stop(struct pidlock_refresher *ref)
 {
 	int r;
 
@@ -326,4 +339,16 @@ PIDLOCK_EXPORT int pidlock_daemon_refresher_stop(struct pidlock_refresher *ref)
 	pthread_cond_destroy(&ref->cond);
 	free(ref);
 	return io_rc_filter(r);
+}
+
+/* Not cancellable (cancel.c): pthread_join(3) is a cancellation point,
+ * and a caller cancelled there would leave the thread told to stop but
+ * never joined, and its memory never freed. */
+PIDLOCK_EXPORT int pidlock_daemon_refresher_stop(struct pidlock_refresher *ref)
+{
+	int old = cancel_off();
+	int r = refresher_stop(ref);
+
+	cancel_restore(old);
+	return r;
 }

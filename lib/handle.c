@@ -124,16 +124,22 @@ PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
 	return 0;
 }
 
+/* Not cancellable (cancel.c): the wait's close(2) must not stop it
+ * half way, with the memory never freed. */
 PIDLOCK_EXPORT void pidlock_free(struct pidlock *lock)
 {
+	int old;
+
 	if (!lock)
 		return;
+	old = cancel_off();
 	if (lock->fd >= 0)
 		(void)pidlock_release(lock);
 	async_cancel(lock);
 	free(lock->path);
 	free(lock->dir);
 	free(lock);
+	cancel_restore(old);
 }
 
 PIDLOCK_EXPORT int pidlock_set_tag(struct pidlock *lock, const char *tag)

@@ -65,6 +65,8 @@ struct pidlock {
 	int async_fd;		/* its kept descriptor, or -1 */
 	int64_t async_due;	/* CLOCK_MONOTONIC ms of its next poll */
 	struct watch async_w;
+	pid_t async_pid;	/* the process that began the wait: a fork's
+				 * child has copies of its descriptors */
 	int link_mode;		/* how to publish a temp file, see create.c */
 	bool dir_checked;
 	bool swept;		/* leftover temp files swept once */
@@ -205,6 +207,12 @@ pid_t self_pid(void);
  * the descriptor about to be closed is nobody else's. */
 bool self_close_begin(unsigned long gen);
 void self_close_end(void);
+
+/* cancel.c: around an exported call that holds state across a
+ * cancellation point; cancel_off() returns what cancel_restore() puts
+ * back. */
+int cancel_off(void);
+void cancel_restore(int old);
 
 /* shared.c */
 int shared_release(struct pidlock *lock);

@@ -106,7 +106,7 @@ PIDLOCK_EXPORT int pidlock_pidfile_close(struct pidlock_pidfh *pfh)
  * made pidfile_write()"; where libbsd would still unlink the running
  * daemon's file, we only close.
  */
-PIDLOCK_EXPORT int pidlock_pidfile_remove(struct pidlock_pidfh *pfh)
+static int pidfile_remove(struct pidlock_pidfh *pfh)
 {
 	pid_t pid;
 	int fd, r;
@@ -127,6 +127,17 @@ PIDLOCK_EXPORT int pidlock_pidfile_remove(struct pidlock_pidfh *pfh)
 	}
 	free_handle(pfh);
 	return r < 0 ? fail(r) : 0;
+}
+
+/* Not cancellable (cancel.c): the read of the record comes before the
+ * release and the free of the handle, which must not be skipped. */
+PIDLOCK_EXPORT int pidlock_pidfile_remove(struct pidlock_pidfh *pfh)
+{
+	int old = cancel_off();
+	int r = pidfile_remove(pfh);
+
+	cancel_restore(old);
+	return r;
 }
 
 PIDLOCK_EXPORT int pidlock_pidfile_fileno(const struct pidlock_pidfh *pfh)

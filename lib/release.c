@@ -41,7 +41,7 @@ static int held_length(const struct pidlock *lock, size_t *len)
 	return 0;
 }
 
-PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
+static int refresh(struct pidlock *lock)
 {
 	size_t old = 0;
 	int r;
@@ -59,6 +59,17 @@ PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
 	return io_rc_filter(r);
 }
 
+/* Calls that change the file or the handle run to their end: see
+ * cancel.c. */
+PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
+{
+	int old = cancel_off();
+	int r = refresh(lock);
+
+	cancel_restore(old);
+	return r;
+}
+
 static void forget(struct pidlock *lock)
 {
 	lock->fd = -1;
@@ -74,7 +85,7 @@ static void forget(struct pidlock *lock)
 	lock->wait_ifd = -1;
 }
 
-PIDLOCK_EXPORT int pidlock_close(struct pidlock *lock)
+static int close_handle(struct pidlock *lock)
 {
 	int r = 0;
 
@@ -91,6 +102,15 @@ PIDLOCK_EXPORT int pidlock_close(struct pidlock *lock)
 		r = -errno;
 	forget(lock);
 	return io_rc_filter(r);
+}
+
+PIDLOCK_EXPORT int pidlock_close(struct pidlock *lock)
+{
+	int old = cancel_off();
+	int r = close_handle(lock);
+
+	cancel_restore(old);
+	return r;
 }
 
 /* No fork since the acquire began, and we are the process that wrote
@@ -187,7 +207,7 @@ int release_let_go(struct pidlock *lock)
 	return r < 0 ? r : rc;
 }
 
-PIDLOCK_EXPORT int pidlock_release(struct pidlock *lock)
+static int release(struct pidlock *lock)
 {
 	int r;
 
@@ -210,4 +230,16 @@ PIDLOCK_EXPORT int pidlock_release(struct pidlock *lock)
 	}
 	forget(lock);
 	return io_rc_filter(r);
+}
+
+/* A cancellation at the close(2) of the lock file, after the close was
+ * announced (self_close_begin()), would leave every later fork(2)
+ * waiting out its bound, and the descriptor open with its locks. */
+PIDLOCK_EXPORT int pidlock_release(struct pidlock *lock)
+{
+	int old = cancel_off();
+	int r = release(lock);
+
+	cancel_restore(old);
+	return r;
 }

@@ -294,10 +294,17 @@ static int acquire(struct pidlock_slots *s, int timeout_ms)
 	return wait_any(s, deadline);
 }
 
+/* Not cancellable, as pidlock_acquire() (cancel.c): the wait's inotify
+ * instance and the slot handles' tries hold what a cancellation would
+ * leave behind. */
 PIDLOCK_EXPORT int pidlock_slots_acquire(struct pidlock_slots *s,
 					 int timeout_ms)
 {
-	return io_rc_filter(acquire(s, timeout_ms));
+	int old = cancel_off();
+	int r = acquire(s, timeout_ms);
+
+	cancel_restore(old);
+	return io_rc_filter(r);
 }
 
 PIDLOCK_EXPORT int pidlock_slots_release(struct pidlock_slots *s)

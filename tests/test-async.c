@@ -9,10 +9,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -304,6 +308,175 @@ START_TEST(async_fork_during_wait)
 }
 END_TEST
 
+/* A child of a fork during the wait frees its copy of the handle (a
+ * pre-fork server's worker that does not want the lock): the parent's
+ * wait must still wake on the release, though the two share the inotify
+ * instance whose watches the child's copy names. */
+START_TEST(async_child_free_keeps_parent_wait)
+{
+	const char *p = tu_path("a.lock");
+	struct pidlock *l = patient(p, 0);
+	struct tu_child h;
+	pid_t worker;
+	long t0;
+
+	tu_hold(&h, p, 0);
+	(void)busy_fd(l);
+	worker = fork();
+	ck_assert_int_ge(worker, 0);
+	if (worker == 0) {
+		pidlock_free(l);
+		_exit(0);
+	}
+	ck_assert_int_eq(tu_reap(worker), 0);
+	t0 = tu_ms();
+	tu_tell_later(&h, 300, 'R');
+	ck_assert_int_ge(loop_until_held(l, 10000), 1);
+	ck_assert_msg(tu_ms() - t0 < 5000, "the child's free took the "
+		      "parent's watch away");
+	ck_assert_int_eq(tu_join(&h), 0);
+	wait(NULL);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+/* What the two processes of a fork during a wait did, in a page they
+ * share: how many held at once (now, and at most), and how many holds
+ * ended. */
+struct fork_journal {
+	int inside;
+	int most;
+	int holds;
+};
+
+static struct fork_journal *journal_new(void)
+{
+	void *p = mmap(NULL, sizeof(struct fork_journal),
+		       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	return p;
+}
+
+static void journal_enter(struct fork_journal *j)
+{
+	int n = __atomic_add_fetch(&j->inside, 1, __ATOMIC_SEQ_CST);
+	int most = __atomic_load_n(&j->most, __ATOMIC_SEQ_CST);
+
+	while (n > most && !__atomic_compare_exchange_n(&j->most, &most, n,
+							false, __ATOMIC_SEQ_CST,
+							__ATOMIC_SEQ_CST))
+		;
+}
+
+/* The event loop of one process, as loop_until_held() without Check's
+ * assertions (they do not reach the runner from a forked child). */
+static int poll_until_held(struct pidlock *l, long until_ms)
+{
+	long end = tu_ms() + until_ms;
+
+	for (;;) {
+		int fd = -1, ms = -1, r = pidlock_acquire_async(l, &fd, &ms);
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		long left = end - tu_ms();
+
+		if (r != -EWOULDBLOCK)
+			return r;
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (ms < 0 || ms > left)
+			ms = (int)left;
+		if (poll(&pfd, fd >= 0 ? 1 : 0, ms) < 0)
+			return -errno;
+	}
+}
+
+/* Wait for the lock, hold it for a second (cut short once the other
+ * process holds as well: the failure is then on record), release. */
+static int hold_once(struct pidlock *l, struct fork_journal *j)
+{
+	int r = poll_until_held(l, 15000);
+
+	if (r < 0)
+		return r;
+	journal_enter(j);
+	for (int i = 0; i < 100; i++) {
+		if (__atomic_load_n(&j->inside, __ATOMIC_SEQ_CST) > 1)
+			break;
+		usleep(10 * 1000);
+	}
+	__atomic_sub_fetch(&j->inside, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&j->holds, 1, __ATOMIC_SEQ_CST);
+	return pidlock_release(l);
+}
+
+/* As flock(1) holds an existing file: LOCK_EX on a read-only open, no
+ * record written, until told anything. */
+static int flock_hold_fn(struct tu_child *c, void *arg)
+{
+	int fd = open(arg, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+	TU_CHILD_CHECK(fd >= 0);
+	TU_CHILD_CHECK(flock(fd, LOCK_EX) == 0);
+	tu_signal(c, 'L');
+	(void)tu_wait_parent(c);
+	return 0;
+}
+
+/*
+ * A fork during a wait, and both processes go on waiting on their
+ * copies of the handle.  The holder goes away: SIGKILLed, its record
+ * with our marker stays (0), or a flock(1)-style holder of an old empty
+ * file lets go (1).  At most one of the two may hold at a time, and
+ * each gets the lock in turn.  Without the child's fresh start both
+ * take it over on the description they share, and both hold.
+ */
+START_TEST(async_fork_both_wait)
+{
+	char *p = tu_path("a.lock");
+	struct pidlock *l = tu_new(p, 0);
+	struct fork_journal *j = journal_new();
+	int fd = -1, ms = -1, r, st;
+	struct tu_child h;
+	pid_t worker;
+
+	ck_assert_int_eq(pidlock_set_retry_interval(l, 50), 0);
+	if (_i == 0) {
+		tu_hold(&h, p, 0);
+	} else {
+		tu_write(p, "");
+		tu_set_mtime_ago(p, 60);	/* no grace to wait out */
+		tu_spawn(&h, flock_hold_fn, p);
+		ck_assert_int_eq(tu_wait_signal(&h), 'L');
+	}
+	ck_assert_int_eq(pidlock_acquire_async(l, &fd, &ms), -EWOULDBLOCK);
+	ck_assert_int_ge(fd, 0);
+	worker = fork();
+	ck_assert_int_ge(worker, 0);
+	if (worker == 0) {
+		r = hold_once(l, j);
+		if (r < 0)
+			fprintf(stderr, "child: %s\n", strerror(-r));
+		_exit(r == 0 ? 0 : 1);
+	}
+	if (_i == 0) {
+		tu_kill(&h);	/* its file stays, with our marker */
+	} else {
+		tu_tell(&h, 'R');
+		ck_assert_int_eq(tu_join(&h), 0);
+	}
+	r = hold_once(l, j);
+	st = tu_reap(worker);
+	ck_assert_msg(j->most == 1, "%d processes held at once", j->most);
+	ck_assert_int_eq(r, 0);
+	ck_assert_int_eq(st, 0);
+	ck_assert_int_eq(j->holds, 2);
+	pidlock_free(l);
+	ck_assert_int_eq(munmap(j, sizeof(*j)), 0);
+}
+END_TEST
+
 /* Held already, or asked wrongly: the codes of the page. */
 START_TEST(async_errors)
 {
@@ -334,6 +507,8 @@ int main(void)
 		{ async_never_spins, 2 },
 		{ async_cancel, 1 },
 		{ async_fork_during_wait, 1 },
+		{ async_fork_both_wait, 2 },
+		{ async_child_free_keeps_parent_wait, 1 },
 		{ async_errors, 1 },
 		{ NULL, 0 },
 	};

@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -868,6 +869,200 @@ TU_LOCK_TEST(takeover_timestamp_is_now, PIDLOCK_NO_SYNC)
 		      after);
 }
 
+/* ---- 11. a deferred cancellation never stops a call half way -------- */
+
+/* The calls that hold state across a cancellation point, each called
+ * by a thread whose cancellation is already pending. */
+enum cancel_call {
+	CC_RELEASE, CC_CLOSE, CC_REFRESH, CC_TRY, CC_BLOCK, CC_ASYNC,
+	CC_LOCK_FD, CC_UNLOCK_FD, CC_FREE_WAITING,
+};
+
+static const char *const cancel_names[] = {
+	"release", "close", "refresh", "acquire(0)", "acquire(-1)",
+	"acquire_async", "lock_fd", "unlock_fd", "free during a wait",
+};
+
+struct cancel_run {
+	enum cancel_call what;
+	struct pidlock *l;
+	int fd;			/* the caller's descriptor: lock_fd, unlock_fd */
+	int ready;
+	int go;
+	int rc;
+	int returned;
+};
+
+static int cancel_call(struct cancel_run *c)
+{
+	int pfd, ms;
+
+	switch (c->what) {
+	case CC_RELEASE:
+		return pidlock_release(c->l);
+	case CC_CLOSE:
+		return pidlock_close(c->l);
+	case CC_REFRESH:
+		return pidlock_refresh(c->l);
+	case CC_TRY:
+		return pidlock_acquire(c->l, 0);
+	case CC_BLOCK:
+		return pidlock_acquire(c->l, -1);
+	case CC_ASYNC:
+		return pidlock_acquire_async(c->l, &pfd, &ms);
+	case CC_LOCK_FD:
+		return pidlock_lock_fd(c->l, c->fd, 0, 0);
+	case CC_UNLOCK_FD:
+		return pidlock_unlock_fd(c->l, c->fd);
+	case CC_FREE_WAITING:
+		pidlock_free(c->l);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/*
+ * The thread reaches no cancellation point between the request and the
+ * call (it spins with cancellation disabled, then enables it, which
+ * acts on nothing under deferred cancellation): the request is pending
+ * when the call begins, and the first cancellation point inside the
+ * call would act on it.  For a release, that is the close(2) of the lock
+ * file, after the close was announced to fork(2): the worst moment.
+ */
+static void *cancel_thread(void *arg)
+{
+	struct cancel_run *c = arg;
+	int old;
+
+	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	__atomic_store_n(&c->ready, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&c->go, __ATOMIC_SEQ_CST))
+		(void)sched_yield();
+	(void)pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+	c->rc = cancel_call(c);
+	__atomic_store_n(&c->returned, 1, __ATOMIC_SEQ_CST);
+	pthread_testcancel();
+	return NULL;
+}
+
+static void run_cancelled(struct cancel_run *c)
+{
+	pthread_t t;
+	void *ret = NULL;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, cancel_thread, c), 0);
+	while (!__atomic_load_n(&c->ready, __ATOMIC_SEQ_CST))
+		(void)sched_yield();
+	ck_assert_int_eq(pthread_cancel(t), 0);
+	__atomic_store_n(&c->go, 1, __ATOMIC_SEQ_CST);
+	ck_assert_int_eq(pthread_join(t, &ret), 0);
+	ck_assert_msg(ret == PTHREAD_CANCELED, "the cancellation was lost");
+}
+
+/* How long a fork(2) takes now, in ms: a close announced and never
+ * ended makes it wait out the 1 s bound of lib/self.c. */
+static long fork_ms(void)
+{
+	long t0 = tu_ms(), t;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	t = tu_ms() - t0;
+	ck_assert_int_eq(tu_reap(pid), 0);
+	return t;
+}
+
+/* The quickest of up to three forks: a load on the machine may slow one
+ * fork down, a close left announced slows every one. */
+static long quickest_fork_ms(void)
+{
+	long best = fork_ms();
+
+	for (int i = 0; i < 2 && best >= 500; i++) {
+		long t = fork_ms();
+
+		if (t < best)
+			best = t;
+	}
+	return best;
+}
+
+/* Sets the case up; returns the descriptors the process should have
+ * once the call has run to its end. */
+static int cancel_setup(struct cancel_run *c, const char *p,
+			struct tu_child *h)
+{
+	int fds, pfd, ms;
+
+	switch (c->what) {
+	case CC_RELEASE:
+	case CC_CLOSE:
+		fds = tu_count_fds();
+		ck_assert_int_eq(pidlock_acquire(c->l, 0), 0);
+		return fds;
+	case CC_REFRESH:
+		ck_assert_int_eq(pidlock_acquire(c->l, 0), 0);
+		return tu_count_fds();
+	case CC_LOCK_FD:
+	case CC_UNLOCK_FD:
+		c->fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		ck_assert_int_ge(c->fd, 0);
+		if (c->what == CC_UNLOCK_FD)
+			ck_assert_int_eq(pidlock_lock_fd(c->l, c->fd, 0, 0), 0);
+		return tu_count_fds();
+	case CC_FREE_WAITING:
+		tu_hold(h, p, 0);
+		fds = tu_count_fds();
+		ck_assert_int_eq(pidlock_acquire_async(c->l, &pfd, &ms),
+				 -EWOULDBLOCK);
+		return fds;
+	default:	/* the acquires: they end holding one descriptor */
+		return tu_count_fds() + 1;
+	}
+}
+
+/*
+ * A thread cancelled (deferred) during a call: the call runs to its end
+ * and returns what it returns uncancelled, the cancellation then acts,
+ * no descriptor is left behind, no temp file, and fork(2) does not wait
+ * (issue 20, item 3: a release cancelled at its close(2) left every
+ * later fork waiting 1 s, and its descriptor open).
+ */
+START_TEST(cancelled_call_completes)
+{
+	char *p = tu_path("a.lock");
+	struct cancel_run c = { .what = (enum cancel_call)_i, .fd = -1 };
+	struct tu_child h;
+	int fds;
+	long ms;
+
+	c.l = tu_new(p, 0);
+	fds = cancel_setup(&c, p, &h);
+	run_cancelled(&c);
+	ms = quickest_fork_ms();
+	ck_assert_msg(ms < 500, "%s: fork took %ld ms after the cancelled "
+		      "call", cancel_names[_i], ms);
+	ck_assert_msg(c.returned, "%s: cancelled inside the call",
+		      cancel_names[_i]);
+	ck_assert_msg(c.rc == 0, "%s returned %d", cancel_names[_i], c.rc);
+	ck_assert_msg(tu_count_fds() == fds, "%s: %d descriptors, %d "
+		      "expected", cancel_names[_i], tu_count_fds(), fds);
+	ck_assert(!tu_has_temp(tu_dir()));
+	if (c.what == CC_FREE_WAITING) {
+		tu_kill(&h);
+		return;
+	}
+	if (c.what == CC_REFRESH || c.what == CC_TRY || c.what == CC_BLOCK ||
+	    c.what == CC_ASYNC)
+		ck_assert_int_eq(pidlock_release(c.l), 0);
+	if (c.fd >= 0)
+		ck_assert_int_eq(close(c.fd), 0);
+	pidlock_free(c.l);
+}
+END_TEST
+
 int main(void)
 {
 	const struct tu_case cases[] = {
@@ -884,6 +1079,8 @@ int main(void)
 		{ nlink_zero_is_gone, 1 },
 		{ published_record_complete, 1 },
 		{ takeover_timestamp_is_now, 1 },
+		{ cancelled_call_completes,
+		  sizeof(cancel_names) / sizeof(cancel_names[0]) },
 		{ NULL, 0 },
 	};
 
