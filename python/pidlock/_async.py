@@ -207,8 +207,8 @@ class AsyncLock:
                 self._holding = False
                 self._pass_turn()
 
-    # acquire() itself, as Lock.__enter__ is.
-    __aenter__ = acquire
+    async def __aenter__(self) -> "AsyncLock":
+        return await self.acquire()
 
     async def __aexit__(self, exc_type: Optional[Type[BaseException]],
                         exc: Optional[BaseException],

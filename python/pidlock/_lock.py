@@ -233,9 +233,17 @@ class Lock(_lib.Owner):
     def _free_handle(self, handle: int) -> None:
         _free(handle, self._owner)
 
-    # acquire() itself: a wrapper would be one more frame where an
-    # interrupt could land after the hold was taken.
-    __enter__ = acquire
+    def __enter__(self) -> "Lock":
+        # An interrupt can land here too, after acquire() returned and
+        # before the with-block starts: no __exit__ would let go.
+        mine = self._owner is None
+        try:
+            return self.acquire()
+        except BaseException:
+            if mine:
+                with self._guard:
+                    _lib.settle(self._undo_acquire)
+            raise
 
     def __repr__(self) -> str:
         state = "locked" if self.locked else "unlocked"

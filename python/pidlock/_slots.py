@@ -115,8 +115,15 @@ class Slots(_lib.Owner):
     def _free_handle(self, handle: int) -> None:
         _lib.lib.pidlock_slots_free(handle)
 
-    # acquire() itself, as Lock's: no frame of its own for an interrupt.
-    __enter__ = acquire
+    def __enter__(self) -> int:
+        # As Lock.__enter__(): an interrupt after acquire() returned.
+        mine = self.slot is None
+        try:
+            return self.acquire()
+        except BaseException:
+            if mine:
+                _lib.settle(self._let_go_untold)
+            raise
 
     def __repr__(self) -> str:
         held = f"slot {self.slot}" if self.slot is not None else "no slot"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import gc
 import os
 import random
 import select
@@ -72,6 +73,9 @@ def interrupt_at(calls):
     def handler(signum, frame):
         raise Interrupt()
 
+    # Finalizers of other tests' objects would count (and be interrupted).
+    gc.collect()
+    gc.disable()
     old = signal.signal(signal.SIGUSR2, handler)
     for f in funcs.values():
         f.errcheck = hook
@@ -81,6 +85,7 @@ def interrupt_at(calls):
         for f in funcs.values():
             del f.errcheck
         signal.signal(signal.SIGUSR2, old)
+        gc.enable()
 
 
 def make(kind: str, path: str):
@@ -102,16 +107,24 @@ def held_by_python(kind: str, obj) -> bool:
     return obj.locked
 
 
-def use_once(kind: str, obj) -> None:
-    """A with-block of obj, as a program would write it."""
+def use_once(kind: str, obj, form: str) -> None:
+    """A with-block of obj, or acquire() and release() called, as a
+    program would write them."""
     if kind == "AsyncLock":
         async def block():
-            async with obj:
-                pass
+            if form == "with":
+                async with obj:
+                    pass
+            else:
+                await obj.acquire()
+                obj.release()
         asyncio.run(block())
-        return
-    with obj:
-        pass
+    elif form == "with":
+        with obj:
+            pass
+    else:
+        obj.acquire()
+        obj.release()
 
 
 def try_once(kind: str, obj) -> None:
@@ -130,10 +143,11 @@ def try_once(kind: str, obj) -> None:
 
 
 @pytest.mark.parametrize("twice", [False, True], ids=["once", "twice"])
+@pytest.mark.parametrize("form", ["with", "calls"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_interrupt_at_each_library_call_leaves_no_hold(lockpath, kind, twice):
-    """For n = 1, 2, ...: a with-block whose n-th library call is
-    interrupted (twice: the n-th and the next, which may be the clean-up's
+def test_interrupt_at_each_library_call_leaves_no_hold(lockpath, kind, form, twice):
+    """For n = 1, 2, ...: a with-block (or acquire() and release()
+    called) whose n-th library call is interrupted (twice: the n-th and the next, which may be the clean-up's
     own call) raises Interrupt, and leaves the lock free, the object saying
     so, and usable.  Stops at the first n past the block's last call."""
     obj = make(kind, lockpath)
@@ -145,7 +159,7 @@ def test_interrupt_at_each_library_call_leaves_no_hold(lockpath, kind, twice):
         raised = False
         with interrupt_at(calls) as seen:
             try:
-                use_once(kind, obj)
+                use_once(kind, obj, form)
             except Interrupt:
                 raised = True
         if not raised:
