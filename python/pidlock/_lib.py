@@ -101,7 +101,7 @@ _declare(lib)
 Handle = _Handle
 
 
-def settle(step: Callable[[], None]) -> None:
+def settle(step: Callable[[], None], tries: int = 10) -> None:
     """Run step, an idempotent clean-up, to its end, even if signal
     handlers raise during it.
 
@@ -110,11 +110,13 @@ def settle(step: Callable[[], None]) -> None:
     C call returned, before the line that records what it did.  The
     clean-ups of an interrupted acquire or release ask the C handle what
     it holds and act on that, so running one again after such an
-    exception is safe.  The last exception caught is raised at the end
-    (its __context__ is the one being handled, if any).
+    exception is safe.  A step that keeps failing (an error of its own,
+    not a handler's) is given up after `tries` runs.  The last exception
+    caught is raised at the end (its __context__ is the one being
+    handled, if any).
     """
     late: Optional[BaseException] = None
-    while True:
+    for _ in range(tries):
         try:
             step()
             break
