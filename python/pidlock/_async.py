@@ -82,7 +82,7 @@ class AsyncLock:
                 await self._wait_turn(deadline, ms == 0, turn)
             else:
                 self._taken = turn[0] = True
-            await self._take(lock, lock._live(), ms, deadline)
+            await self._take(lock, ms, deadline)
             pid = os.getpid()
             lock._owner = pid
             self._holding = True
@@ -93,9 +93,10 @@ class AsyncLock:
             _lib.settle(lambda: self._undo(turn))
             raise
 
-    async def _take(self, lock: Lock, handle: int, ms: int,
+    async def _take(self, lock: Lock, ms: int,
                     deadline: Optional[float]) -> None:
-        """The library's wait: returns when the handle holds."""
+        """The library's wait: returns when the handle holds (ValueError
+        if close() freed it meanwhile)."""
         loop = asyncio.get_running_loop()
         pollfd = ctypes.c_int(-1)
         wait_ms = ctypes.c_int(0)
@@ -104,7 +105,7 @@ class AsyncLock:
         holder: Optional[LockInfo] = None
         while True:
             rc = _lib.lib.pidlock_acquire_async(
-                handle, ctypes.byref(pollfd), ctypes.byref(wait_ms))
+                lock._live(), ctypes.byref(pollfd), ctypes.byref(wait_ms))
             if rc == 0:
                 return
             if rc != -errno.EWOULDBLOCK:

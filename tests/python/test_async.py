@@ -188,3 +188,27 @@ def test_cancelled_or_timed_out_turn_leaves_nothing(lockpath):
         assert not os.path.exists(lockpath)
     finally:
         holder.close()
+
+
+def test_close_ends_waiting_tasks(lockpath):
+    """close() while one task waits in the library and another in the
+    queue: both end with ValueError (the handle is gone), when the
+    library's descriptor or the timer wakes them; nothing stays open."""
+    holder = Holder(lockpath)
+    fds = open_fds()
+
+    async def main():
+        lock = pidlock.AsyncLock(lockpath, timeout=30, retry_interval=0.1)
+        waiting = asyncio.create_task(lock.acquire())
+        queued = asyncio.create_task(lock.acquire())
+        await asyncio.sleep(0.1)
+        lock.close()
+        for task in (waiting, queued):
+            with pytest.raises(ValueError):
+                await asyncio.wait_for(task, 20)
+
+    try:
+        asyncio.run(main())
+        assert not open_fds() - fds
+    finally:
+        holder.close()
