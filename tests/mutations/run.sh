@@ -16,7 +16,8 @@
 #                    for the whole `make check`.  A mutation of a file
 #                    under python/ runs the Python suite instead
 #                    (tests/python/run.sh, with the PYTHON of the
-#                    environment, as configure takes it), unless "all".
+#                    environment, else the one this tree was configured
+#                    with), unless "all".
 #   MUTATION_DIR     scratch directory (default: a new one under $TMPDIR,
 #                    removed at the end unless KEEP_MUTATION_DIR=1)
 #   MUTATION_TIMEOUT seconds for one mutation's test run (default 600)
@@ -34,6 +35,12 @@ tests/test-content-hostile tests/test-slots tests/torture/test-unlink-race \
 tests/fault/test-fault tests/test-fd"
 tests=${MUTATION_TESTS:-$default_tests}
 py_tests=tests/python/run.sh
+# The scratch tree's configure takes PYTHON from the environment; without
+# one, the interpreter that this tree's own configure chose.
+if [ -z "${PYTHON:-}" ] && [ -f "$src/Makefile" ]; then
+	PYTHON=$(sed -n 's/^PYTHON = //p' "$src/Makefile")
+	if [ -n "$PYTHON" ] && [ "$PYTHON" != : ]; then export PYTHON; else unset PYTHON; fi
+fi
 timeout=${MUTATION_TIMEOUT:-600}
 
 die() { echo "check-mutations: $*" >&2; exit 2; }
@@ -196,9 +203,9 @@ done
 
 echo
 echo "check-mutations: $(wc -l <"$results") mutations, $bad not caught by their guard, $(($(date +%s) - start)) s"
-printf '%-4s %-18s %-16s %5s  %s\n' ID RESULT FILE TIME "RULE REMOVED / FAILING TESTS"
+printf '%-4s %-18s %-24s %5s  %s\n' ID RESULT FILE TIME "RULE REMOVED / FAILING TESTS"
 while IFS='	' read -r id status file secs what caught; do
-	printf '%-4s %-18s %-16s %5s  %s\n' "$id" "$status" "$file" "$secs" "$what"
-	printf '%46s %s\n' "" "$caught" | fold -s -w 160
+	printf '%-4s %-18s %-24s %5s  %s\n' "$id" "$status" "$file" "$secs" "$what"
+	printf '%54s %s\n' "" "$caught" | fold -s -w 160
 done <"$results"
 [ "$bad" -eq 0 ]
