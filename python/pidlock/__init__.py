@@ -22,6 +22,15 @@ Flags, Kind and State, the exceptions Busy (a TimeoutError), BrokenLock
 (ESTALE: the file was removed or replaced during the hold) and Timeout;
 other failures raise OSError with the library's errno.
 
+Signals: a handler that returns does not end a wait (PEP 475: Lock,
+FileLock and Slots wait on with the time left).  A handler that raises
+(Ctrl-C's KeyboardInterrupt) ends it; an acquire() or with-statement
+that the exception comes out of leaves nothing held, even when the
+library had just taken the lock, and an interrupted release() still
+lets go.  CPython may run a handler at the first line of __exit__,
+before it has let go: the lock is then held and locked says so.  Tasks
+sharing one AsyncLock take their turns, as with asyncio.Lock.
+
 filelock compatibility: ``from pidlock import FileLock, Timeout`` in
 place of ``from filelock import ...``.  FileLock takes filelock's
 constructor (lock_file, timeout=-1, mode=0o644, thread_local=True, *,

@@ -10,17 +10,19 @@ add_reader() and a timer.  No thread, no executor.
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import ctypes
 import errno
 import os
 import time
 from types import TracebackType
-from typing import Optional, Type
+from typing import Deque, Optional, Type
 
 from . import _lib
 from ._errors import Busy, raise_for
 from ._lock import DEFAULT, Lock, _Default, timeout_ms
-from ._types import Flags, LockInfo, PathArg
+from ._types import Flags, LockInfo, PathArg, inspect
 
 
 class AsyncLock:
@@ -29,6 +31,10 @@ class AsyncLock:
     The arguments are those of Lock.  acquire() is a coroutine; the
     rest (release, refresh, verify, fileno, path) does not wait and is
     plain.  Cancelling a waiting acquire() cancels the library's wait.
+    Tasks that share one AsyncLock take turns, as with asyncio.Lock: an
+    acquire() made while another task holds it, or waits for it, waits
+    until the tasks before it have had their turn (in order), within its
+    timeout.
     """
 
     def __init__(self, path: PathArg, *, timeout: Optional[float] = None,
@@ -40,6 +46,12 @@ class AsyncLock:
         self._lock = Lock(path, timeout=timeout, tag=tag, flags=flags,
                           mode=mode, stale_timeout=stale_timeout,
                           retry_interval=retry_interval, grace=grace)
+        # The turn: one task at a time acquires and then holds through
+        # the handle; the others wait in _queue, each on a future that
+        # _pass_turn() sets to True (its turn) or a timer to False.
+        self._taken = False
+        self._holding = False
+        self._queue: Deque["asyncio.Future[bool]"] = collections.deque()
 
     @property
     def path(self) -> str:
@@ -57,45 +69,122 @@ class AsyncLock:
         """Take the lock without blocking the loop; returns self.
 
         timeout as for Lock.acquire(); raises Busy when it runs out.
+        The time spent waiting for this AsyncLock's other tasks counts.
         """
         limit = self._lock.timeout if isinstance(timeout, _Default) else timeout
         ms = timeout_ms(limit)
         deadline = None if ms < 0 else time.monotonic() + ms / 1000
-        loop = asyncio.get_running_loop()
         lock = self._lock
-        handle = lock._live()
+        lock._live()
+        turn = [False]
+        try:
+            if self._taken:
+                await self._wait_turn(deadline, ms == 0, turn)
+            else:
+                self._taken = turn[0] = True
+            await self._take(lock, ms, deadline)
+            pid = os.getpid()
+            lock._owner = pid
+            self._holding = True
+            return self
+        except BaseException:
+            # Busy, an error, a cancellation or a signal handler's
+            # exception: no hold and no turn of this call stays behind.
+            _lib.settle(lambda: self._undo(turn))
+            raise
+
+    async def _take(self, lock: Lock, ms: int,
+                    deadline: Optional[float]) -> None:
+        """The library's wait: returns when the handle holds (ValueError
+        if close() freed it meanwhile)."""
+        loop = asyncio.get_running_loop()
         pollfd = ctypes.c_int(-1)
         wait_ms = ctypes.c_int(0)
         # A call made before the library's due time tries nothing and
         # forgets the holder it saw: keep the last one seen.
         holder: Optional[LockInfo] = None
+        while True:
+            rc = _lib.lib.pidlock_acquire_async(
+                lock._live(), ctypes.byref(pollfd), ctypes.byref(wait_ms))
+            if rc == 0:
+                return
+            if rc != -errno.EWOULDBLOCK:
+                raise_for(rc, lock.path)
+            holder = lock.holder() or holder
+            delay = wait_ms.value / 1000
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Busy(lock.path, holder,
+                               errno.EWOULDBLOCK if ms == 0 else errno.ETIMEDOUT)
+                delay = min(delay, left)
+            await _readable_or_later(loop, pollfd.value, delay)
+
+    async def _wait_turn(self, deadline: Optional[float], once: bool,
+                         turn: list) -> None:
+        """Wait until an earlier task's turn ends; turn[0] is then True."""
+        if once:
+            raise Busy(self.path, _inspect_or_none(self.path), errno.EWOULDBLOCK)
+        loop = asyncio.get_running_loop()
+        given: "asyncio.Future[bool]" = loop.create_future()
+        self._queue.append(given)
+        timer = None
+        if deadline is not None:
+            timer = loop.call_later(max(0.0, deadline - time.monotonic()),
+                                    _settle_future, given, False)
         try:
-            while True:
-                rc = _lib.lib.pidlock_acquire_async(
-                    handle, ctypes.byref(pollfd), ctypes.byref(wait_ms))
-                if rc == 0:
-                    lock._owner = os.getpid()
-                    return self
-                if rc != -errno.EWOULDBLOCK:
-                    raise_for(rc, lock.path)
-                holder = lock.holder() or holder
-                delay = wait_ms.value / 1000
-                if deadline is not None:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise Busy(lock.path, holder,
-                                   errno.EWOULDBLOCK if ms == 0 else errno.ETIMEDOUT)
-                    delay = min(delay, left)
-                await _readable_or_later(loop, pollfd.value, delay)
+            if await given:
+                turn[0] = True
+                return
         except BaseException:
-            # Busy, an error or a cancellation: end the library's wait (a
-            # wait that failed has none under way; close says ENOLCK).
-            if not lock.locked:
-                _lib.lib.pidlock_close(handle)
+            # Cancelled after _pass_turn() gave us the turn, before this
+            # task ran again: ours to pass on (see _undo()).
+            if given.done() and not given.cancelled() and given.result():
+                turn[0] = True
             raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if not turn[0]:
+                given.cancel()
+                with contextlib.suppress(ValueError):
+                    self._queue.remove(given)
+        raise Busy(self.path, _inspect_or_none(self.path), errno.ETIMEDOUT)
+
+    def _undo(self, turn: list) -> None:
+        """After acquire() failed: a hold that it took and did not return
+        is let go (pidlock_fd() tells whether the handle holds), a wait
+        under way in the library is ended, and its turn passes on."""
+        if not turn[0]:
+            return
+        lock = self._lock
+        handle = lock._handle
+        if handle is not None and lock._owner is None:
+            if _lib.lib.pidlock_fd(handle) >= 0:
+                _lib.lib.pidlock_release(handle)
+            else:
+                # Ends the library's wait (ENOLCK if none is under way).
+                _lib.lib.pidlock_close(handle)
+        turn[0] = False
+        self._pass_turn()
+
+    def _pass_turn(self) -> None:
+        """The turn goes to the first task still waiting, or to nobody."""
+        while self._queue:
+            given = self._queue.popleft()
+            if not given.done():
+                given.set_result(True)
+                return
+        self._taken = False
 
     def release(self) -> None:
-        self._lock.release()
+        """Let go of the lock; the next waiting task gets its turn."""
+        try:
+            self._lock.release()
+        finally:
+            if self._holding and self._lock._owner is None:
+                self._holding = False
+                self._pass_turn()
 
     def refresh(self) -> None:
         self._lock.refresh()
@@ -110,7 +199,14 @@ class AsyncLock:
         return self._lock.holder()
 
     def close(self) -> None:
-        self._lock.close()
+        """Free the handle (letting go of a hold); waiting tasks wake and
+        raise ValueError."""
+        try:
+            self._lock.close()
+        finally:
+            if self._holding:
+                self._holding = False
+                self._pass_turn()
 
     async def __aenter__(self) -> "AsyncLock":
         return await self.acquire()
@@ -123,6 +219,18 @@ class AsyncLock:
     def __repr__(self) -> str:
         state = "locked" if self.locked else "unlocked"
         return f"<pidlock.AsyncLock {self.path!r} {state}>"
+
+
+def _settle_future(fut: "asyncio.Future[bool]", value: bool) -> None:
+    if not fut.done():
+        fut.set_result(value)
+
+
+def _inspect_or_none(path: str) -> Optional[LockInfo]:
+    try:
+        return inspect(path)
+    except OSError:
+        return None
 
 
 async def _readable_or_later(loop: asyncio.AbstractEventLoop, fd: int,

@@ -13,6 +13,7 @@ import weakref
 from types import TracebackType
 from typing import Any, Optional, Type
 
+from . import _lib
 from ._errors import Busy, Timeout
 from ._lock import Lock
 from ._types import Flags, PathArg
@@ -39,7 +40,9 @@ class _Context:
     def __init__(self) -> None:
         self.lock: Optional[Lock] = None
         self.counter = 0
-        self.mutex = threading.Lock()
+        # An RLock for its _is_owned(): after an interrupt, whether this
+        # thread got it (no thread takes it twice).
+        self.mutex = threading.RLock()
 
 
 class _ThreadContext(_Context, threading.local):
@@ -170,17 +173,53 @@ class FileLock(contextlib.ContextDecorator):
             blocking = self._blocking
         if not blocking:
             timeout = 0
+        # Made before the lock is taken: after the hold, nothing but
+        # bookkeeping that an interrupt cannot leave half done.
+        proxy = AcquireReturnProxy(self)
         ctx = self._context
+        counted = [False]
+        try:
+            if not self._count_in(ctx, timeout, counted):
+                raise Timeout(self._lock_file)
+        except BaseException:
+            # A signal handler's exception (Ctrl-C), or Timeout: no count
+            # and no hold of this call stays behind.
+            _lib.settle(lambda: self._undo_count(ctx, counted))
+            raise
+        return proxy
+
+    def _count_in(self, ctx: _Context, timeout: float, counted: list) -> bool:
         wait = -1 if timeout < 0 else timeout
         if not ctx.mutex.acquire(timeout=wait):
-            raise Timeout(self._lock_file)
+            return False
         try:
             if not self.is_locked:
                 self._take(ctx, timeout)
             ctx.counter += 1
+            counted[0] = True
+        except BaseException:
+            # Still under the mutex: an interrupt that came after the
+            # Lock was taken leaves a hold that no count knows of.
+            _lib.settle(lambda: _let_go_uncounted(ctx))
+            raise
         finally:
             ctx.mutex.release()
-        return AcquireReturnProxy(self)
+        return True
+
+    def _undo_count(self, ctx: _Context, counted: list) -> None:
+        if not counted[0] and not ctx.mutex._is_owned():
+            # No count, and the mutex was not left taken: a hold that the
+            # call took was let go under it, in _count_in().
+            return
+        with ctx.mutex:
+            if counted[0]:
+                ctx.counter -= 1
+                counted[0] = False
+            _let_go_uncounted(ctx)
+        if ctx.mutex._is_owned():
+            # The interrupt came as the mutex was got, before the try
+            # that lets go of it.
+            ctx.mutex.release()
 
     def _take(self, ctx: _Context, timeout: float) -> None:
         if ctx.lock is None:
@@ -192,20 +231,38 @@ class FileLock(contextlib.ContextDecorator):
             raise Timeout(self._lock_file, busy.holder, busy.errno) from None
 
     def release(self, force: bool = False) -> None:
-        """Count one nesting level down; let go at 0 (at once if force)."""
+        """Count one nesting level down; let go at 0 (at once if force).
+
+        An interrupted release still does its part before the exception
+        goes on."""
         ctx = self._context
-        with ctx.mutex:
-            if not self.is_locked:
-                return
-            ctx.counter -= 1
-            if ctx.counter > 0 and not force:
-                return
-            ctx.counter = 0
-            assert ctx.lock is not None
-            ctx.lock.release()
+        todo = [True]
+
+        def step() -> None:
+            with ctx.mutex:
+                if not self.is_locked:
+                    return
+                if todo[0]:
+                    ctx.counter = 0 if force else ctx.counter - 1
+                    todo[0] = False
+                if ctx.counter <= 0:
+                    ctx.counter = 0
+                    _let_go_uncounted(ctx)
+
+        _lib.settle(step)
 
     def __enter__(self) -> "FileLock":
-        self.acquire()
+        # acquire()'s body, not a call of it: the call's return would be
+        # one more place where an interrupt could land after the count.
+        ctx = self._context
+        counted = [False]
+        try:
+            if not self._count_in(ctx, self._timeout if self._blocking else 0,
+                                  counted):
+                raise Timeout(self._lock_file)
+        except BaseException:
+            _lib.settle(lambda: self._undo_count(ctx, counted))
+            raise
         return self
 
     def __exit__(self, exc_type: Optional[Type[BaseException]],
@@ -223,6 +280,12 @@ class FileLock(contextlib.ContextDecorator):
     def __repr__(self) -> str:
         state = "locked" if self.is_locked else "unlocked"
         return f"<pidlock.FileLock {self._lock_file!r} {state}>"
+
+
+def _let_go_uncounted(ctx: _Context) -> None:
+    """Under ctx.mutex: a hold with a count of 0 is nobody's; let go."""
+    if ctx.counter == 0 and ctx.lock is not None and ctx.lock.locked:
+        ctx.lock.release()
 
 
 #: filelock's name for the platform's lock class.

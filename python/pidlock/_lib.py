@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 import os
 from types import TracebackType
-from typing import Optional, Type
+from typing import Callable, Optional, Type
 
 #: Environment variable naming the library file to load instead of
 #: libpidlock.so.0 (tests in the build tree, private installs).
@@ -99,6 +99,31 @@ def _declare(lib: ctypes.CDLL) -> None:
 lib = _load()
 _declare(lib)
 Handle = _Handle
+
+
+def settle(step: Callable[[], None], tries: int = 10) -> None:
+    """Run step, an idempotent clean-up, to its end, even if signal
+    handlers raise during it.
+
+    A handler's exception (Ctrl-C's KeyboardInterrupt) is raised at the
+    interpreter's next check, in whatever Python code runs then: after a
+    C call returned, before the line that records what it did.  The
+    clean-ups of an interrupted acquire or release ask the C handle what
+    it holds and act on that, so running one again after such an
+    exception is safe.  A step that keeps failing (an error of its own,
+    not a handler's) is given up after `tries` runs.  The last exception
+    caught is raised at the end (its __context__ is the one being
+    handled, if any).
+    """
+    late: Optional[BaseException] = None
+    for _ in range(tries):
+        try:
+            step()
+            break
+        except BaseException as exc:  # noqa: BLE001 - a handler raised
+            late = exc
+    if late is not None:
+        raise late
 
 
 class Owner:

@@ -9,7 +9,7 @@ import math
 import os
 import threading
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from . import _lib
 from ._errors import Busy, raise_for
@@ -115,27 +115,42 @@ class Lock(_lib.Owner):
         timeout in seconds (default: the Lock's): None or negative waits
         without a limit, 0 tries once.  Raises Busy (a TimeoutError)
         with the holder's pid, tag and age if the lock stays held, and
-        OSError with the library's errno for anything else.
+        OSError with the library's errno for anything else.  A signal
+        whose handler returns does not end the wait (PEP 475); one whose
+        handler raises (Ctrl-C) ends it with that exception, and the
+        lock is not held then, even if the library had just taken it.
         """
         limit = self.timeout if isinstance(timeout, _Default) else timeout
         ms = timeout_ms(limit)
-        deadline = None if ms <= 0 else time.monotonic() + ms / 1000
-        with self._guard:
-            handle = self._live()
-            while True:
-                rc = _lib.lib.pidlock_acquire(handle, ms)
+        mine = False
+        try:
+            with self._guard:
+                handle = self._live()
+                # Not held before: a hold found after an exception is
+                # this call's, and nobody was told of it.
+                mine = self._owner is None
+                rc = retrying(_lib.lib.pidlock_acquire, handle, ms)
                 if rc == 0:
                     self._owner = os.getpid()
                     return self
-                if rc != -errno.EINTR:
-                    break
-                # A signal handler ran (and raised, if it meant to):
-                # wait on for what is left of the time.
-                if deadline is not None:
-                    ms = max(0, math.ceil((deadline - time.monotonic()) * 1000))
-            if rc in (-errno.EWOULDBLOCK, -errno.ETIMEDOUT):
-                raise Busy(self._path, self.holder(), -rc)
-            raise_for(rc, self._path)
+        except BaseException:
+            if mine:
+                with self._guard:
+                    _lib.settle(self._undo_acquire)
+            raise
+        if rc in (-errno.EWOULDBLOCK, -errno.ETIMEDOUT):
+            # A wait that signals cut into pieces ends with a last try.
+            code = errno.EWOULDBLOCK if ms == 0 else errno.ETIMEDOUT
+            raise Busy(self._path, self.holder(), code)
+        raise_for(rc, self._path)
+
+    def _undo_acquire(self) -> None:
+        # pidlock_fd() tells whether the handle holds: if so, the hold
+        # is one that acquire() took but did not return.
+        handle = self._handle
+        if handle is not None and _lib.lib.pidlock_fd(handle) >= 0:
+            _lib.lib.pidlock_release(handle)
+        self._owner = None
 
     def release(self) -> None:
         """Let go of the lock, removing the file if the record is ours.
@@ -143,18 +158,27 @@ class Lock(_lib.Owner):
         Raises BrokenLock if the path no longer names the file that was
         held (nothing is removed then), OSError(ENOLCK) if not held.  In
         a child made by os.fork() during the hold, which does not own
-        the record, only the child's descriptor is closed.
+        the record, only the child's descriptor is closed.  A release
+        that a signal handler's exception interrupts still lets go
+        before the exception goes on.
         """
-        with self._guard:
-            handle = self._live()
-            if self._owner is not None and self._owner != os.getpid():
-                rc = _lib.lib.pidlock_close(handle)
-            else:
-                rc = _lib.lib.pidlock_release(handle)
-            if rc not in (-errno.EINVAL, -errno.ENOLCK):
-                self._owner = None
-            if rc < 0:
-                raise_for(rc, self._path)
+        try:
+            with self._guard:
+                rc = _let_go(self._live(), self._owner)
+                if rc not in (-errno.EINVAL, -errno.ENOLCK):
+                    self._owner = None
+        except BaseException:
+            with self._guard:
+                _lib.settle(self._finish_release)
+            raise
+        if rc < 0:
+            raise_for(rc, self._path)
+
+    def _finish_release(self) -> None:
+        handle = self._handle
+        if handle is not None and _lib.lib.pidlock_fd(handle) >= 0:
+            _let_go(handle, self._owner)
+        self._owner = None
 
     def refresh(self) -> None:
         """Rewrite the record with this process's pid and the time now.
@@ -197,21 +221,55 @@ class Lock(_lib.Owner):
     def close(self) -> None:
         """Release the lock if this process owns it, and free the handle."""
         with self._guard:
-            handle, self._handle = self._handle, None
-            if handle is None:
+            if self._handle is None:
                 return
-            _free(handle, self._owner)
-            self._owner = None
+            # Let go first, in a way that an interrupt cannot cut short;
+            # an interrupt between the two lines below would leak a
+            # handle that holds nothing.
+            _lib.settle(self._finish_release)
+            handle, self._handle = self._handle, None
+            _lib.lib.pidlock_free(handle)
 
     def _free_handle(self, handle: int) -> None:
         _free(handle, self._owner)
 
     def __enter__(self) -> "Lock":
-        return self.acquire()
+        # An interrupt can land here too, after acquire() returned and
+        # before the with-block starts: no __exit__ would let go.
+        mine = self._owner is None
+        try:
+            return self.acquire()
+        except BaseException:
+            if mine:
+                with self._guard:
+                    _lib.settle(self._undo_acquire)
+            raise
 
     def __repr__(self) -> str:
         state = "locked" if self.locked else "unlocked"
         return f"<pidlock.Lock {self._path!r} {state}>"
+
+
+def retrying(call: Callable[[int, int], int], handle: int, ms: int) -> int:
+    """call(handle, ms), an acquire that waits ms, called again with what
+    is left of the time after a signal handler returned (-EINTR), as
+    PEP 475 asks of blocking calls."""
+    deadline = None if ms <= 0 else time.monotonic() + ms / 1000
+    while True:
+        rc = call(handle, ms)
+        if rc != -errno.EINTR:
+            return int(rc)
+        # A signal handler ran (and raised, if it meant to):
+        # wait on for what is left of the time.
+        if deadline is not None:
+            ms = max(0, math.ceil((deadline - time.monotonic()) * 1000))
+
+
+def _let_go(handle: int, owner: Optional[int]) -> int:
+    # A forked child that did not refresh() only closes its descriptor.
+    if owner is not None and owner != os.getpid():
+        return int(_lib.lib.pidlock_close(handle))
+    return int(_lib.lib.pidlock_release(handle))
 
 
 def _free(handle: int, owner: Optional[int]) -> None:

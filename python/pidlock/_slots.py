@@ -10,7 +10,7 @@ from typing import Optional
 
 from . import _lib
 from ._errors import Busy, raise_for
-from ._lock import DEFAULT, _Default, timeout_ms
+from ._lock import DEFAULT, _Default, retrying, timeout_ms
 from ._types import Flags, PathArg
 
 
@@ -59,38 +59,73 @@ class Slots(_lib.Owner):
 
         timeout in seconds (default: the Slots'): None or negative waits
         without a limit, 0 tries once.  Raises Busy if every slot stays
-        held, OSError with the library's errno for anything else.
+        held, OSError with the library's errno for anything else.  As
+        for Lock.acquire(), a signal whose handler returns does not end
+        the wait, and one whose handler raises leaves no slot held.
         """
         limit = self.timeout if isinstance(timeout, _Default) else timeout
-        rc = _lib.lib.pidlock_slots_acquire(self._live(), timeout_ms(limit))
+        ms = timeout_ms(limit)
+        mine = False
+        try:
+            handle = self._live()
+            mine = self.slot is None
+            rc = retrying(_lib.lib.pidlock_slots_acquire, handle, ms)
+            if rc >= 0:
+                self.slot = rc
+                return rc
+        except BaseException:
+            if mine:
+                _lib.settle(self._let_go_untold)
+            raise
         if rc in (-errno.EWOULDBLOCK, -errno.ETIMEDOUT):
-            raise Busy(self._path, None, -rc)
-        if rc < 0:
-            raise_for(rc, self._path)
-        self.slot = rc
-        return rc
+            code = errno.EWOULDBLOCK if ms == 0 else errno.ETIMEDOUT
+            raise Busy(self._path, None, code)
+        raise_for(rc, self._path)
+
+    def _let_go_untold(self) -> None:
+        # pidlock_slots_slot() tells which slot the handle holds, if any:
+        # after an interrupt, one that nobody was told of.
+        handle = self._handle
+        if handle is not None and _lib.lib.pidlock_slots_slot(handle) >= 0:
+            _lib.lib.pidlock_slots_release(handle)
+        self.slot = None
 
     def release(self) -> None:
-        """Let go of the slot held; OSError(ENOLCK) if none is."""
-        rc = _lib.lib.pidlock_slots_release(self._live())
-        if rc != -errno.ENOLCK:
-            self.slot = None
+        """Let go of the slot held; OSError(ENOLCK) if none is.  An
+        interrupted release still lets go."""
+        try:
+            rc = _lib.lib.pidlock_slots_release(self._live())
+            if rc != -errno.ENOLCK:
+                self.slot = None
+        except BaseException:
+            _lib.settle(self._let_go_untold)
+            raise
         if rc < 0:
             raise_for(rc, self._path)
 
     def close(self) -> None:
         """Let go of the slot held, if any, and free the handle."""
+        if self._handle is None:
+            return
+        _lib.settle(self._let_go_untold)
         handle, self._handle = self._handle, None
         if handle is not None:
             self._free_handle(handle)
-        self.slot = None
 
     def _free_handle(self, handle: int) -> None:
         _lib.lib.pidlock_slots_free(handle)
 
     def __enter__(self) -> int:
-        return self.acquire()
+        # As Lock.__enter__(): an interrupt after acquire() returned.
+        mine = self.slot is None
+        try:
+            return self.acquire()
+        except BaseException:
+            if mine:
+                _lib.settle(self._let_go_untold)
+            raise
 
     def __repr__(self) -> str:
         held = f"slot {self.slot}" if self.slot is not None else "no slot"
         return f"<pidlock.Slots {self._path!r} n={self.n} {held}>"
+

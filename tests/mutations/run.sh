@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# make check-mutations: remove each guarded rule from lib/ in turn and
-# check that the suite turns red, and which test catches it.
+# make check-mutations: remove each guarded rule from lib/ (or python/)
+# in turn and check that the suite turns red, and which test catches it.
 #
 # The source tree (tracked and untracked files, with their working
 # changes) is copied to a scratch directory, configured and built once;
@@ -13,7 +13,11 @@
 #   MUTATIONS        ids to run (default: all in the table)
 #   MUTATION_TESTS   test programs to run (default: the library's Check
 #                    suites, the unlink race and the fault tests); "all"
-#                    for the whole `make check`
+#                    for the whole `make check`.  A mutation of a file
+#                    under python/ runs the Python suite instead
+#                    (tests/python/run.sh, with the PYTHON of the
+#                    environment, else the one this tree was configured
+#                    with), unless "all".
 #   MUTATION_DIR     scratch directory (default: a new one under $TMPDIR,
 #                    removed at the end unless KEEP_MUTATION_DIR=1)
 #   MUTATION_TIMEOUT seconds for one mutation's test run (default 600)
@@ -30,6 +34,13 @@ tests/test-hostile \
 tests/test-content-hostile tests/test-slots tests/torture/test-unlink-race \
 tests/fault/test-fault tests/test-fd"
 tests=${MUTATION_TESTS:-$default_tests}
+py_tests=tests/python/run.sh
+# The scratch tree's configure takes PYTHON from the environment; without
+# one, the interpreter that this tree's own configure chose.
+if [ -z "${PYTHON:-}" ] && [ -f "$src/Makefile" ]; then
+	PYTHON=$(sed -n 's/^PYTHON = //p' "$src/Makefile")
+	if [ -n "$PYTHON" ] && [ "$PYTHON" != : ]; then export PYTHON; else unset PYTHON; fi
+fi
 timeout=${MUTATION_TIMEOUT:-600}
 
 die() { echo "check-mutations: $*" >&2; exit 2; }
@@ -48,25 +59,37 @@ cleanup() { [ "${KEEP_MUTATION_DIR:-0}" = 1 ] || rm -rf "$work"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# The tests for a mutation of file $1.
+tests_for() {
+	case $1 in
+	python/*) [ "$tests" = all ] && echo all || echo "$py_tests" ;;
+	*) echo "$tests" ;;
+	esac
+}
+
 # The scratch tree is configured without -Werror: a removed line may
 # leave an unused variable; that is not what is tested.  With the default
 # test list only the library and those programs are rebuilt (relinking
 # every program of `make all` and `make check` would double the time).
+# build LIST, run_tests LOG LIST: LIST is a test list or "all".
 build() {
-	if [ "$tests" = all ]; then
+	if [ "$1" = all ]; then
 		make -j"$jobs"
 	else
+		extra=
+		case " $1 " in *" $py_tests "*) extra=tests/python/layout ;; esac
 		# shellcheck disable=SC2086
-		make -j"$jobs" lib/libpidlock.la tests/fault/libfaultshim.la $tests
+		make -j"$jobs" lib/libpidlock.la tests/fault/libfaultshim.la \
+			$extra $1
 	fi
 }
 
 run_tests() {
-	if [ "$tests" = all ]; then
+	if [ "$2" = all ]; then
 		timeout "$timeout" make -k -j"$jobs" check >"$1" 2>&1
 	else
 		# shellcheck disable=SC2086
-		timeout "$timeout" make -k -j"$jobs" check-TESTS TESTS="$tests" \
+		timeout "$timeout" make -k -j"$jobs" check-TESTS TESTS="$2" \
 			>"$1" 2>&1
 	fi
 }
@@ -80,9 +103,20 @@ mkdir -p "$work/src" "$work/orig"
 	<"$work/files" | xargs -0 cp --parents -t "$work/src") ||
 	die "copying the tree failed"
 
+# The baseline runs what the chosen mutations will run.
+base_tests=
+for id in $ids; do
+	file=$(echo "$list" | awk -F'\t' -v id="$id" '$1 == id { print $2 }')
+	for t in $(tests_for "$file"); do
+		case " $base_tests " in *" $t "*) ;; *) base_tests="$base_tests $t" ;; esac
+	done
+done
+base_tests=${base_tests# }
+case " $base_tests " in *" all "*) base_tests=all ;; esac
+
 cd "$work/src" || die "no $work/src"
 echo "check-mutations: configure and build (log: $work/build.log)"
-{ autoreconf -fi && ./configure && build; } >"$work/build.log" 2>&1 ||
+{ autoreconf -fi && ./configure && build "$base_tests"; } >"$work/build.log" 2>&1 ||
 	die "the unmutated scratch tree does not build, see $work/build.log"
 
 # "prog:test prog:test ..." of the failed tests of the last run.
@@ -91,6 +125,10 @@ failures() {
 		t=${trs%.trs}
 		grep -q '^:test-result: \(FAIL\|ERROR\)' "$trs" || continue
 		names=$(sed -n 's/^[^:]*:[0-9]*:[FE]:[^:]*:\([^:]*\):.*/\1/p' \
+			"$t.log" | sort -u)
+		# pytest's summary: "FAILED tests/python/test_x.py::test_name[p] - ..."
+		[ -n "$names" ] || names=$(sed -n \
+			's/^\(FAILED\|ERROR\) [^ ]*::\([A-Za-z0-9_]*\).*/\2/p' \
 			"$t.log" | sort -u)
 		if [ -n "$names" ]; then
 			for n in $names; do printf '%s:%s ' "${t#tests/}" "$n"; done
@@ -103,11 +141,16 @@ failures() {
 clean_results() { find tests -name '*.trs' -o -name '*.log' | \
 	grep -v '^tests/.*/corpus' | xargs rm -f; rm -f test-suite.log; }
 
-echo "check-mutations: baseline run of: $tests"
+echo "check-mutations: baseline run of: $base_tests"
 clean_results
-run_tests "$work/baseline.log"
+run_tests "$work/baseline.log" "$base_tests"
 base=$(failures)
 [ -z "$base" ] || die "the unmutated suite fails ($base); see $work/baseline.log"
+# A skipped Python suite (no pytest for configure's python3) would show
+# every python/ mutation as missed: say why instead.
+if [ -f "$py_tests.trs" ] && grep -q '^:test-result: SKIP' "$py_tests.trs"; then
+	die "the Python suite is skipped ($(grep -h 'SKIP' "$py_tests.log" | head -n 1)); set PYTHON to a python3 with pytest"
+fi
 
 results=$work/results
 : >"$results"
@@ -124,12 +167,12 @@ for id in $ids; do
 	if ! $apply apply "$id" "$work/src" 2>"$work/apply.err"; then
 		status="NO-LONGER-APPLIES"
 		caught=$(tr '\n' ' ' <"$work/apply.err")
-	elif ! build >"$work/build-$id.log" 2>&1; then
+	elif ! build "$(tests_for "$file")" >"$work/build-$id.log" 2>&1; then
 		status="BUILD-FAILED"
 		caught="see $work/build-$id.log"
 	else
 		clean_results
-		run_tests "$work/check-$id.log"
+		run_tests "$work/check-$id.log" "$(tests_for "$file")"
 		caught=$(failures)
 		if [ -z "$caught" ]; then
 			status=MISSED
@@ -160,9 +203,9 @@ done
 
 echo
 echo "check-mutations: $(wc -l <"$results") mutations, $bad not caught by their guard, $(($(date +%s) - start)) s"
-printf '%-4s %-18s %-16s %5s  %s\n' ID RESULT FILE TIME "RULE REMOVED / FAILING TESTS"
+printf '%-4s %-18s %-24s %5s  %s\n' ID RESULT FILE TIME "RULE REMOVED / FAILING TESTS"
 while IFS='	' read -r id status file secs what caught; do
-	printf '%-4s %-18s %-16s %5s  %s\n' "$id" "$status" "$file" "$secs" "$what"
-	printf '%46s %s\n' "" "$caught" | fold -s -w 160
+	printf '%-4s %-18s %-24s %5s  %s\n' "$id" "$status" "$file" "$secs" "$what"
+	printf '%54s %s\n' "" "$caught" | fold -s -w 160
 done <"$results"
 [ "$bad" -eq 0 ]

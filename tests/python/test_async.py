@@ -107,3 +107,108 @@ def test_killed_holder_wakes_the_loop(lockpath):
 
     assert asyncio.run(main())
     assert holder.close() == -signal.SIGKILL
+
+
+def test_tasks_take_turns(lockpath):
+    """Tasks sharing one AsyncLock wait their turn (in order), as with
+    asyncio.Lock, behind a holder in another process: none raises
+    EALREADY, and never two at once."""
+    holder = Holder(lockpath)
+    inside, order = [], []
+
+    async def worker(lock, name):
+        async with lock:
+            inside.append(name)
+            assert len(inside) == 1, inside
+            order.append(name)
+            await asyncio.sleep(0.05)
+            inside.remove(name)
+
+    async def main():
+        lock = pidlock.AsyncLock(lockpath, timeout=30)
+        tasks = []
+        for name in "abc":
+            tasks.append(asyncio.create_task(worker(lock, name)))
+            await asyncio.sleep(0.05)   # a waits for the holder, b and c queue
+        holder.tell("release")
+        await asyncio.gather(*tasks)
+        await lock.acquire(timeout=0)   # the turns ended with the last one
+        lock.release()
+
+    try:
+        asyncio.run(main())
+        holder.expect("released")
+        assert order == ["a", "b", "c"]
+        assert not os.path.exists(lockpath)
+    finally:
+        holder.close()
+
+
+def test_cancelled_or_timed_out_turn_leaves_nothing(lockpath):
+    """A task cancelled while it queues, one whose timeout runs out in
+    the queue, and the first task cancelled during the library's wait:
+    the next task still gets the lock once the holder (another process)
+    lets go, and the AsyncLock works after."""
+    holder = Holder(lockpath)
+    fds = open_fds()
+
+    async def main():
+        lock = pidlock.AsyncLock(lockpath, timeout=30)
+        first = asyncio.create_task(lock.acquire())
+        await asyncio.sleep(0.05)
+        queued = asyncio.create_task(lock.acquire())
+        late = asyncio.create_task(lock.acquire(timeout=0.1))
+        last = asyncio.create_task(lock.acquire())
+        await asyncio.sleep(0.05)
+        queued.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await queued
+        with pytest.raises(pidlock.Busy) as exc:
+            await late
+        assert exc.value.errno == errno.ETIMEDOUT
+        with pytest.raises(pidlock.Busy) as exc:
+            await lock.acquire(timeout=0)
+        assert exc.value.errno == errno.EWOULDBLOCK
+        first.cancel()                  # it waits in the library
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        assert not last.done()
+        holder.tell("release")
+        await last
+        assert lock.locked and pidlock.inspect(lockpath).pid == os.getpid()
+        lock.release()
+        await lock.acquire(timeout=0)
+        lock.release()
+        lock.close()
+
+    try:
+        asyncio.run(main())
+        holder.expect("released")
+        assert not open_fds() - fds     # no descriptor left open
+        assert not os.path.exists(lockpath)
+    finally:
+        holder.close()
+
+
+def test_close_ends_waiting_tasks(lockpath):
+    """close() while one task waits in the library and another in the
+    queue: both end with ValueError (the handle is gone), when the
+    library's descriptor or the timer wakes them; nothing stays open."""
+    holder = Holder(lockpath)
+    fds = open_fds()
+
+    async def main():
+        lock = pidlock.AsyncLock(lockpath, timeout=30, retry_interval=0.1)
+        waiting = asyncio.create_task(lock.acquire())
+        queued = asyncio.create_task(lock.acquire())
+        await asyncio.sleep(0.1)
+        lock.close()
+        for task in (waiting, queued):
+            with pytest.raises(ValueError):
+                await asyncio.wait_for(task, 20)
+
+    try:
+        asyncio.run(main())
+        assert not open_fds() - fds
+    finally:
+        holder.close()

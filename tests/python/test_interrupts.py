@@ -1,0 +1,401 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Signals during acquire and release: a handler that raises (Ctrl-C's
+KeyboardInterrupt) leaves no hold that Python does not know of, and a
+handler that returns does not end a wait (PEP 475)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import gc
+import os
+import random
+import select
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+import pidlock
+from pidlock import _lib
+from helpers import Holder, holder_script
+
+KINDS = ["Lock", "FileLock", "Slots", "AsyncLock"]
+
+
+class Interrupt(BaseException):
+    """What the test's signal handler raises (as Ctrl-C raises
+    KeyboardInterrupt)."""
+
+
+def probe_path(kind: str, path: str) -> str:
+    """The file whose kernel locks the hold of kind takes."""
+    return path + ".0" if kind == "Slots" else path
+
+
+def kernel_free(path: str) -> bool:
+    """The kernel's answer: can another open file description take it?"""
+    probe = pidlock.Lock(path)
+    try:
+        probe.acquire(timeout=0)
+    except pidlock.Busy:
+        return False
+    finally:
+        if probe.locked:
+            probe.release()
+        probe.close()
+    return True
+
+
+# --- deterministic: the handler runs as the library's call returns --------
+@contextlib.contextmanager
+def interrupt_at(calls):
+    """Run the block with a SIGUSR2 sent right after the library calls
+    numbered in calls (1: the first call of any pidlock_* function) have
+    returned; the handler raises Interrupt.  That is where CPython runs a
+    handler for a signal that arrived during a C call (at its return,
+    before the caller's next line).  Yields the list of the names called."""
+    funcs = {name: f for name, f in vars(_lib.lib).items()
+             if name.startswith("pidlock_")}
+    seen = []
+
+    def hook(result, func, args):
+        seen.append(func.__name__)
+        if len(seen) in calls:
+            signal.raise_signal(signal.SIGUSR2)
+        return result
+
+    def handler(signum, frame):
+        raise Interrupt()
+
+    # Finalizers of other tests' objects would count (and be interrupted).
+    gc.collect()
+    gc.disable()
+    old = signal.signal(signal.SIGUSR2, handler)
+    for f in funcs.values():
+        f.errcheck = hook
+    try:
+        yield seen
+    finally:
+        for f in funcs.values():
+            del f.errcheck
+        signal.signal(signal.SIGUSR2, old)
+        gc.enable()
+
+
+def make(kind: str, path: str):
+    if kind == "Lock":
+        return pidlock.Lock(path)
+    if kind == "FileLock":
+        return pidlock.FileLock(path)
+    if kind == "Slots":
+        return pidlock.Slots(path, 1)
+    return pidlock.AsyncLock(path)
+
+
+def held_by_python(kind: str, obj) -> bool:
+    if kind == "FileLock":
+        assert obj.is_locked == (obj.lock_counter > 0), obj.lock_counter
+        return obj.is_locked
+    if kind == "Slots":
+        return obj.slot is not None
+    return obj.locked
+
+
+def use_once(kind: str, obj, form: str) -> None:
+    """A with-block of obj, or acquire() and release() called, as a
+    program would write them."""
+    if kind == "AsyncLock":
+        async def block():
+            if form == "with":
+                async with obj:
+                    pass
+            else:
+                await obj.acquire()
+                obj.release()
+        asyncio.run(block())
+    elif form == "with":
+        with obj:
+            pass
+    else:
+        obj.acquire()
+        obj.release()
+
+
+def try_once(kind: str, obj) -> None:
+    """Take and let go with a try (timeout 0): the object still works."""
+    if kind == "AsyncLock":
+        async def once():
+            await obj.acquire(timeout=0)
+            obj.release()
+        asyncio.run(once())
+    elif kind == "FileLock":
+        with obj.acquire(timeout=0):
+            pass
+    else:
+        obj.acquire(timeout=0)
+        obj.release()
+
+
+@pytest.mark.parametrize("twice", [False, True], ids=["once", "twice"])
+@pytest.mark.parametrize("form", ["with", "calls"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_interrupt_at_each_library_call_leaves_no_hold(lockpath, kind, form, twice):
+    """For n = 1, 2, ...: a with-block (or acquire() and release()
+    called) whose n-th library call is interrupted (twice: the n-th and the next, which may be the clean-up's
+    own call) raises Interrupt, and leaves the lock free, the object saying
+    so, and usable.  Stops at the first n past the block's last call."""
+    obj = make(kind, lockpath)
+    path = probe_path(kind, lockpath)
+    n = 0
+    while True:
+        n += 1
+        calls = {n, n + 1} if twice else {n}
+        raised = False
+        with interrupt_at(calls) as seen:
+            try:
+                use_once(kind, obj, form)
+            except Interrupt:
+                raised = True
+        if not raised:
+            assert len(seen) < n, (n, seen)
+            break
+        where = f"interrupted at call {n} of {seen}"
+        assert not held_by_python(kind, obj), where
+        assert kernel_free(path), where
+        try_once(kind, obj)
+        assert kernel_free(path), where
+    assert n > 2
+
+
+# --- random: real SIGINTs at random moments, in a real process -------------
+CHILD = textwrap.dedent("""
+    import asyncio, signal, sys
+    import pidlock
+    kind, path = sys.argv[1], sys.argv[2]
+    probe_at = path + ".0" if kind == "Slots" else path
+    probe = pidlock.Lock(probe_at)
+
+    def free():
+        try:
+            probe.acquire(timeout=0)
+        except pidlock.Busy:
+            return False
+        probe.release()
+        return True
+
+    if kind == "Lock":
+        obj = pidlock.Lock(path)
+        held = lambda: obj.locked
+    elif kind == "FileLock":
+        obj = pidlock.FileLock(path)
+        held = lambda: obj.is_locked
+    elif kind == "Slots":
+        obj = pidlock.Slots(path, 1)
+        held = lambda: obj.slot is not None
+    else:
+        obj = pidlock.AsyncLock(path)
+        held = lambda: obj.locked
+
+    def let_go():
+        if kind == "FileLock":
+            obj.release(force=True)
+        else:
+            obj.release()
+
+    def check_held():
+        says, kernel_free = held(), free()
+        if kind == "FileLock" and says != (obj.lock_counter > 0):
+            return f"bad: is_locked {says}, lock_counter {obj.lock_counter}"
+        if says == kernel_free:
+            return f"bad: Python says held={says}, the kernel says free={kernel_free}"
+        if says:
+            let_go()
+        return None
+
+    def check():
+        msg = check_held()
+        if msg:
+            return msg
+        try:
+            if kind == "FileLock":
+                with obj.acquire(timeout=0):
+                    pass
+            else:
+                obj.acquire(timeout=0)
+                obj.release()
+        except Exception as exc:
+            return f"bad: unusable after the interrupt: {exc!r}"
+        return "ok" if free() else "bad: held after release"
+
+    async def check_async():
+        msg = check_held()
+        if msg:
+            return msg
+        try:
+            await obj.acquire(timeout=0)
+            obj.release()
+        except Exception as exc:
+            return f"bad: unusable after the interrupt: {exc!r}"
+        return "ok" if free() else "bad: held after release"
+
+    # The loops: take and let go until the next KeyboardInterrupt, check,
+    # say what was found, wait for "go".  AsyncLock's runs in one task
+    # that never gives the loop back, so that the interrupts land in it.
+    def main():
+        msg = "ready"
+        while True:
+            try:
+                if msg is not None:
+                    print(msg, flush=True)
+                    msg = None
+                    if not sys.stdin.readline():
+                        return
+                while True:
+                    with obj:
+                        pass
+            except KeyboardInterrupt:
+                msg = check()
+
+    async def main_async():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        msg = "ready"
+        while True:
+            try:
+                if msg is not None:
+                    print(msg, flush=True)
+                    msg = None
+                    if not sys.stdin.readline():
+                        return
+                while True:
+                    async with obj:
+                        pass
+            except KeyboardInterrupt:
+                msg = await check_async()
+
+    if kind == "AsyncLock":
+        asyncio.new_event_loop().run_until_complete(main_async())
+    else:
+        main()
+    """)
+
+
+def read_line(proc, limit: float) -> str:
+    ready, _, _ = select.select([proc.stdout], [], [], limit)
+    return proc.stdout.readline().strip() if ready else ""
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_random_sigint_leaves_no_hidden_hold(lockpath, kind):
+    """A process takes and lets go of a lock in a loop; SIGINT comes at
+    random moments (one at a time, for 2 s).  After each
+    KeyboardInterrupt, what Python says (locked or not) is what the
+    kernel says, and the object still takes the lock.  (The first
+    disagreement ends the run: the child may not survive it.)"""
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, kind, lockpath],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, bufsize=1)
+    rng = random.Random()
+    bad, seen = [], {}
+    try:
+        assert read_line(proc, 30) == "ready"
+        end = time.monotonic() + 2
+        while time.monotonic() < end and not bad:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            time.sleep(rng.uniform(0, 0.004))
+            os.kill(proc.pid, signal.SIGINT)
+            line = read_line(proc, 30)
+            assert line, f"no answer after a SIGINT (exit {proc.poll()})"
+            seen[line] = seen.get(line, 0) + 1
+            if not line.startswith("ok"):
+                bad.append(line)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not bad, (bad, seen)
+    assert sum(seen.values()) >= 20, seen
+
+
+# --- EINTR: a handler that returns does not end the wait -------------------
+SLOT_HOLDER = holder_script("import pidlock; lock = pidlock.Slots(sys.argv[1], 1)")
+
+
+@contextlib.contextmanager
+def signals_to_main_thread(every: float, count: int):
+    """SIGUSR1 (a handler that does nothing) sent to this thread every
+    `every` seconds, count times, from another thread.  Yields the list
+    of the handler's runs."""
+    runs = []
+    done = threading.Event()
+    main = threading.get_ident()
+
+    def send():
+        for _ in range(count):
+            if done.wait(every):
+                return
+            signal.pthread_kill(main, signal.SIGUSR1)
+
+    old = signal.signal(signal.SIGUSR1, lambda s, f: runs.append(s))
+    sender = threading.Thread(target=send)
+    sender.start()
+    try:
+        yield runs
+    finally:
+        done.set()
+        sender.join()
+        signal.signal(signal.SIGUSR1, old)
+
+
+def waiter(kind: str, path: str):
+    if kind == "Lock":
+        return pidlock.Lock(path)
+    return pidlock.Slots(path, 1)
+
+
+@pytest.mark.parametrize("kind", ["Lock", "Slots"])
+def test_signal_during_wait_does_not_end_it(lockpath, kind):
+    """A waiter (timeout 30 s) gets 20 signals during its wait, then the
+    holder (another process) lets go: the waiter takes the lock, it does
+    not raise InterruptedError."""
+    script = SLOT_HOLDER if kind == "Slots" else None
+    holder = Holder(lockpath, script=script) if script else Holder(lockpath)
+    lock = waiter(kind, lockpath)
+    try:
+        releaser = threading.Timer(1, holder.tell, ("release",))
+        with signals_to_main_thread(0.03, 20) as runs:
+            releaser.start()
+            try:
+                lock.acquire(timeout=30)
+            finally:
+                releaser.join()
+        assert len(runs) >= 10
+        holder.expect("released")
+        lock.release()
+    finally:
+        holder.close()
+
+
+@pytest.mark.parametrize("kind", ["Lock", "Slots"])
+def test_signal_during_wait_keeps_the_timeout(lockpath, kind):
+    """Signals every 40 ms during a 0.3 s wait for a lock that stays held:
+    Busy (ETIMEDOUT) when the time is up, not InterruptedError, and not a
+    wait that starts over at each signal (the signals go on for 8 s)."""
+    script = SLOT_HOLDER if kind == "Slots" else None
+    holder = Holder(lockpath, script=script) if script else Holder(lockpath)
+    lock = waiter(kind, lockpath)
+    try:
+        with signals_to_main_thread(0.04, 200):
+            start = time.monotonic()
+            with pytest.raises(pidlock.Busy) as exc:
+                lock.acquire(timeout=0.3)
+            took = time.monotonic() - start
+        assert exc.value.errno == errno.ETIMEDOUT
+        assert 0.3 <= took < 6, took
+    finally:
+        holder.close()
