@@ -234,6 +234,9 @@ static bool describe_kernel_holder(const char *path,
 	format_kinds(info->kernel_locks, kinds, sizeof(kinds));
 	if (holder > 0)
 		text_set(buf, size, "pid %d holding %s", (int)holder, kinds);
+	else if (info->holder_hidden)
+		text_set(buf, size, "a process outside this pid namespace "
+			 "holding %s", kinds);
 	else
 		text_set(buf, size, "an unknown process holding %s", kinds);
 	if (info->shared && info->holders > 1)
@@ -243,6 +246,10 @@ static bool describe_kernel_holder(const char *path,
 	else if (info->shared)
 		text_add(buf, size, " shared");
 	if (info->pid <= 0 || info->pid == holder)
+		return true;
+	/* The record's pid is the hidden holder's own, numbered as its
+	 * namespace numbers it: the record is the holder's all the same. */
+	if (holder == 0 && info->holder_hidden && info->pid_alive == 0)
 		return true;
 	text_add(buf, size, info->pid_alive == 0 ?
 		 " (the file names pid %d, which is not running)" :
@@ -469,6 +476,9 @@ void json_info(const char *path, const struct pidlock_info *info, int error)
 	json_int_or_null("kernel_pid", info->kernel_pid,
 			 !error && info->kernel_pid > 0);
 	json_mode(path, error ? 0 : info->kernel_locks, info);
+	out(stdout, ", \"holder_hidden\": %s",
+	    !error && info->kernel_locks && info->holder_hidden ? "true"
+								 : "false");
 	json_kinds("marker", exists ? info->marker : 0);
 	json_int_or_null("mtime", info->mtime, exists ||
 			 (!error && info->state == PIDLOCK_STATE_NOT_LOCK_FILE));
@@ -509,7 +519,9 @@ static void print_pid(const struct pidlock_info *info)
 	}
 	out(stdout, "  pid:     %d (%s)\n", (int)info->pid,
 	    info->pid_alive > 0 ? "running" :
-	    info->pid_alive == 0 ? "not running" : "unknown");
+	    info->pid_alive < 0 ? "unknown" :
+	    info->holder_hidden ? "no such process in this pid namespace" :
+	    "not running");
 }
 
 static void print_since(const struct pidlock_info *info)
@@ -538,6 +550,8 @@ static void print_kernel_holder(const struct pidlock_info *info, pid_t holder)
 		    (int)taker);
 	else if (holder > 0)
 		out(stdout, " (held by pid %d)", (int)holder);
+	else if (info->holder_hidden)
+		out(stdout, " (held by a process outside this pid namespace)");
 	else if (info->kernel_locks)
 		out(stdout, " (holder unknown)");
 }
