@@ -49,6 +49,7 @@ struct opts {
 	int nfiles;
 	const char *lockfile;	/* run mode */
 	int fd;			/* MODE_FD, MODE_UNLOCK: the descriptor */
+	pid_t fd_pid;		/* MODE_FD: the process the record names */
 	char **cmd;		/* run mode: NULL-terminated argv */
 };
 
