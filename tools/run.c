@@ -403,6 +403,8 @@ int cmd_run(const struct opts *o)
 	struct pidlock *lock;
 	int r = take_lock(o, &lock, &set);
 
+	if (r < 0 && o->slots)
+		return slots_fail(o, -r);
 	if (r < 0)
 		return fail_path(o->lockfile, -r);
 	if (r > 0)
