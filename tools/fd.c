@@ -166,7 +166,7 @@ static pid_t keeper(int fd)
 		return -1;
 	if (r < 0)
 		return pid;
-	while ((up = parent_of(pid)) > 1 && shares_description(up, fd) == 1)
+	while ((up = parent_of(pid)) > 0 && shares_description(up, fd) == 1)
 		pid = up;
 	return pid;
 }

@@ -8,6 +8,7 @@
 # unshare(1); skipped otherwise.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 99
+export PIDLOCK
 
 for p in flock with-lock-ex unshare; do
 	command -v $p >/dev/null || fail "$p is not installed"
@@ -143,5 +144,13 @@ fi
 slot=$(in_ns "$PIDLOCK" -n --slots 3 sem sh -c 'echo $PIDLOCK_SLOT')
 [ "$slot" = 2 ] || fail "the slot taken in a child pid namespace: '$slot'"
 pass "an acquire in a child pid namespace takes slot 2"
+
+# --- pidlock FD under a wrapper, in a container whose shell is pid 1 ---------
+# The record names the shell, pid 1 there, not timeout(1) between.
+got=$(in_ns bash -c 'exec 9<>c.lock || exit 90
+	timeout 5 "$PIDLOCK" -n 9 || exit 91
+	sed -n "s/^pid=//p" c.lock; exit 0')
+[ "$got" = 1 ] || fail "timeout 5 pidlock -n 9 under a pid-1 shell: pid=$got"
+pass "timeout 5 pidlock -n 9 under a container's pid-1 shell names pid 1"
 
 done_testing
