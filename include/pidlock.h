@@ -128,8 +128,13 @@ struct pidlock_info {
 	 * flock(2) rows and its fcntl(2) rows for the file (a libpidlock
 	 * holder has one of each).  Since 1.2.0 (zero before). */
 	uint32_t holders;
+	/** 1 if the kernel reports a lock on the file that /proc/locks does
+	 * not list for this process: its taker is in a pid namespace this
+	 * one cannot see into (another container, the host), so no pid can
+	 * be named.  kernel_pid is then 0.  Since 1.3.0 (zero before). */
+	uint32_t holder_hidden;
 	/** Reserved for later versions; zero. */
-	uint32_t reserved[6];
+	uint32_t reserved[5];
 };
 
 /* Make a handle for the lock at path, with PIDLOCK_* flags; it holds

@@ -92,12 +92,16 @@ static int free_or_missing_dir(const char *path)
  * on the file itself, whatever its device numbers, and says whether
  * the lock it found is a read lock.  /proc/locks adds flock holders,
  * who holds what, and how many.  Where it cannot place the file
- * (unreadable, or btrfs's devices), a flock probe decides.
+ * (unreadable, or btrfs's devices), or may leave its holder out (a pid
+ * namespace that cannot see it, klock_list_partial()), a flock probe
+ * decides.  `hidden`: the kernel reports a lock that /proc/locks does
+ * not list for us.
  */
 struct kernel_view {
 	unsigned int kinds;
 	pid_t pid;
 	bool shared;
+	bool hidden;
 	unsigned int holders;
 };
 
@@ -109,28 +113,68 @@ static void query_ofd(int fd, struct kernel_view *kv)
 		return;
 	kv->kinds |= PIDLOCK_KIND_OFD;
 	kv->shared |= fl.l_type == F_RDLCK;
+	/* An OFD lock says -1; a POSIX lock its owner's pid as our pid
+	 * namespace names it, and 0 if it cannot. */
+	kv->hidden |= fl.l_pid == 0;
 	if (fl.l_pid > 0 && !kv->pid)
 		kv->pid = fl.l_pid;
+}
+
+/* The /proc/locks rows of the file: r of klock_holders(), and h. */
+static int listed(int fd, const struct stat *st, const struct kernel_view *kv,
+		  struct klock_holders *h)
+{
+	dev_t dev;
+	int r = klock_holders(st->st_dev, st->st_ino, false, h);
+
+	/* Our inode number under another device: where /proc/locks lists
+	 * this file (btrfs), if the mount says; else any device, if the
+	 * kernel says the file is locked at all. */
+	if (r == 0 && h->elsewhere && fd >= 0 && klock_fd_listed_dev(fd, &dev) &&
+	    dev != st->st_dev)
+		r = klock_holders(dev, st->st_ino, false, h);
+	else if (r == 0 && !h->kinds && h->elsewhere && kv->kinds)
+		r = klock_holders(st->st_dev, st->st_ino, true, h);
+	return r;
+}
+
+/*
+ * No flock row for the file: is a flock held all the same?  Where the
+ * list is complete and placed, a probe is not needed and not made (for
+ * its instant, a try by somebody else may be refused).  A holder the
+ * probe finds is hidden if the list, read again, still shows no row
+ * (not one that took the lock meanwhile).
+ */
+static void probe_flock(int fd, const struct stat *st, int r,
+			const struct klock_holders *h, struct kernel_view *kv)
+{
+	struct klock_holders again;
+	bool shared;
+
+	if (fd < 0 || (kv->kinds & PIDLOCK_KIND_FLOCK))
+		return;
+	if (r == 0 && !h->elsewhere && !klock_list_partial())
+		return;
+	if (klock_probe_flock_mode(fd, &shared) <= 0)
+		return;
+	kv->kinds |= PIDLOCK_KIND_FLOCK;
+	kv->shared |= shared;
+	if (r < 0 || h->elsewhere)
+		return;		/* the list cannot say: not known to be hidden */
+	if (listed(fd, st, kv, &again) == 0 &&
+	    !(again.kinds & PIDLOCK_KIND_FLOCK))
+		kv->hidden = true;
 }
 
 static void kernel_locks(int fd, const struct stat *st, struct kernel_view *kv)
 {
 	struct klock_holders h;
-	dev_t dev;
 	int r;
 
 	memset(kv, 0, sizeof(*kv));
 	if (fd >= 0)
 		query_ofd(fd, kv);
-	r = klock_holders(st->st_dev, st->st_ino, false, &h);
-	/* Our inode number under another device: where /proc/locks lists
-	 * this file (btrfs), if the mount says; else any device, if the
-	 * kernel says the file is locked at all. */
-	if (r == 0 && h.elsewhere && fd >= 0 && klock_fd_listed_dev(fd, &dev) &&
-	    dev != st->st_dev)
-		r = klock_holders(dev, st->st_ino, false, &h);
-	else if (r == 0 && !h.kinds && h.elsewhere && kv->kinds)
-		r = klock_holders(st->st_dev, st->st_ino, true, &h);
+	r = listed(fd, st, kv, &h);
 	if (r == 0) {
 		kv->kinds |= h.kinds;
 		kv->shared |= h.shared;
@@ -139,9 +183,7 @@ static void kernel_locks(int fd, const struct stat *st, struct kernel_view *kv)
 		if (!kv->pid && h.npids)
 			kv->pid = h.pids[0];
 	}
-	if (fd >= 0 && !(kv->kinds & PIDLOCK_KIND_FLOCK) &&
-	    (r < 0 || h.elsewhere) && klock_probe_flock(fd) > 0)
-		kv->kinds |= PIDLOCK_KIND_FLOCK;
+	probe_flock(fd, st, r, &h, kv);
 	if (kv->kinds && !kv->holders)
 		kv->holders = 1;
 }
@@ -217,6 +259,7 @@ static int inspect(const char *path, struct pidlock_info *info,
 	inspect_fill_info(info, state, kv.kinds, &c, &st);
 	info->kernel_pid = kv.pid;
 	info->holders = kv.holders;
+	info->holder_hidden = kv.hidden;
 	/* The kernel's word first; the record's while it shows no lock
 	 * (a spec-only reader of a shared record sees it held). */
 	info->shared = kv.kinds ? kv.shared : c.shared;
@@ -227,6 +270,29 @@ PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
 				   unsigned int stale_sec)
 {
 	return io_rc_filter(inspect(path, info, stale_sec));
+}
+
+/*
+ * The acquire found a kind of lock busy that /proc/locks does not list
+ * now: a holder it leaves out, or one that let go meanwhile.  The
+ * kernel's answer on the file, if the path still names it, decides.
+ */
+static uint32_t still_hidden(const struct pidlock *lock)
+{
+	struct kernel_view kv;
+	struct stat st;
+	int fd = open(lock->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+				  O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) == 0 && st.st_dev == lock->holder_dev &&
+	    st.st_ino == lock->holder_ino)
+		kernel_locks(fd, &st, &kv);
+	else
+		kv.hidden = false;
+	io_close_keep_errno(fd);
+	return kv.hidden;
 }
 
 PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,
@@ -251,6 +317,8 @@ PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,
 	 * the rows with our inode number name the holders. */
 	if (r == 0 && !h.kinds && h.elsewhere)
 		r = klock_holders(dev, lock->holder_ino, true, &h);
+	if (r == 0 && (info->kernel_locks & ~h.kinds))
+		info->holder_hidden = still_hidden(lock);
 	if (r < 0 || !h.kinds)
 		return 0;
 	if (h.npids)

@@ -155,6 +155,8 @@ int klock_holders(dev_t dev, ino_t ino, bool any_dev, struct klock_holders *h);
 int klock_test(int fd, unsigned int kinds, unsigned int *held);
 int klock_query_ofd(int fd, pid_t *pid);
 int klock_probe_flock(int fd);
+int klock_probe_flock_mode(int fd, bool *shared);
+bool klock_list_partial(void);
 int klock_drop(int fd, unsigned int kinds);
 
 /* io.c */

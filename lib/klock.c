@@ -362,6 +362,52 @@ bool klock_writer_waits(dev_t dev, ino_t ino)
 }
 
 /*
+ * Can /proc/locks leave out a lock on a file we can open?  It lists a
+ * flock(2) or POSIX lock only if the pid namespace of the /proc mount
+ * can name its taker (an OFD lock names nobody and is always listed).
+ * The initial namespace names every process, even one whose pid is
+ * gone, so there the list is complete; in any other (a container, or
+ * where we cannot tell) a host's holder, or one whose taker exited, is
+ * missing from it, and only a probe finds it.
+ */
+#define INIT_PID_NS "pid:[4026531836]"	/* PROC_PID_INIT_INO, fixed */
+
+bool klock_list_partial(void)
+{
+	char link[64];
+	ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+
+	if (n < 0)
+		return true;
+	link[n] = '\0';
+	return strcmp(link, INIT_PID_NS) != 0;
+}
+
+/*
+ * Is a flock held on fd's file, and how?  Asked by taking a shared one
+ * without waiting: refused, somebody holds it exclusively.  Granted, an
+ * exclusive one is tried too (a refused conversion drops our shared
+ * one; a granted one is dropped at once): refused, somebody holds it
+ * shared.  For that instant a try by somebody else may be refused, so
+ * callers ask only where /proc/locks cannot answer.  Returns 1 (held;
+ * *shared says how), 0, or -errno.
+ */
+int klock_probe_flock_mode(int fd, bool *shared)
+{
+	int r;
+
+	*shared = false;
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK ? 1 : -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return flock(fd, LOCK_UN) < 0 ? -errno : 0;
+	r = errno == EWOULDBLOCK ? 1 : -errno;
+	(void)flock(fd, LOCK_UN);	/* the caller's close drops it anyway */
+	*shared = r == 1;
+	return r;
+}
+
+/*
  * Is an exclusive flock held on fd's file?  Asked by taking a shared one
  * without waiting and dropping it: for that instant an exclusive try by
  * somebody else would fail, so callers ask only when /proc/locks cannot

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <stdint.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -950,6 +952,180 @@ START_TEST(sigkill_storm_leaves_no_temp)
 }
 END_TEST
 
+/* ---- pid namespaces: a holder the reader's /proc/locks leaves out ---- */
+
+/* What a reader in a child pid namespace, with a /proc of its own, finds:
+ * pidlock_inspect(), and a busy acquire's pidlock_holder(). */
+struct ns_view {
+	int inspect_rc;
+	struct pidlock_info inspect;
+	int acquire_rc;
+	int holder_rc;
+	struct pidlock_info holder;
+};
+
+#define NS_SKIP 77
+
+static void ns_look(const char *path, struct ns_view *v)
+{
+	struct pidlock *l = NULL;
+
+	memset(v, 0, sizeof(*v));
+	if (pidlock_new(&l, path, 0) < 0)
+		l = NULL;
+	v->inspect_rc = pidlock_inspect(path, &v->inspect, 0);
+	v->acquire_rc = l ? pidlock_acquire(l, 0) : -ENOMEM;
+	v->holder_rc = l ? pidlock_holder(l, &v->holder) : -ENOMEM;
+	pidlock_free(l);
+}
+
+/* The reader: pid 1 of a new pid namespace, its /proc mounted there
+ * (unshare -p -f --mount-proc).  Exits NS_SKIP where that is refused. */
+static void ns_reader(const char *path, int out)
+{
+	struct ns_view v;
+	pid_t inner;
+
+	if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		_exit(NS_SKIP);
+	inner = fork();
+	if (inner < 0)
+		_exit(2);
+	if (inner > 0)
+		_exit(tu_reap(inner));
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL) < 0)
+		_exit(NS_SKIP);
+	ns_look(path, &v);
+	_exit(write(out, &v, sizeof(v)) == (ssize_t)sizeof(v) ? 0 : 2);
+}
+
+/* false: no pid namespace could be made here (not root, a seccomp
+ * filter): the caller says it did not test. */
+static bool ns_view_of(const char *path, struct ns_view *v)
+{
+	int pfd[2], st;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		ns_reader(path, pfd[1]);
+	}
+	close(pfd[1]);
+	st = tu_reap(pid);
+	if (st == NS_SKIP) {
+		close(pfd[0]);
+		return false;
+	}
+	ck_assert_int_eq(st, 0);
+	ck_assert_int_eq(read(pfd[0], v, sizeof(*v)), (ssize_t)sizeof(*v));
+	close(pfd[0]);
+	return true;
+}
+
+/* A flock(2) holder on its own open file description until told. */
+static int flock_hold_fn(struct tu_child *c, void *arg)
+{
+	int op = *(const int *)arg;
+	int fd = open(tu_path("a.lock"), O_RDWR | O_CLOEXEC);
+
+	TU_CHILD_CHECK(fd >= 0);
+	TU_CHILD_CHECK(flock(fd, op | LOCK_NB) == 0);
+	tu_signal(c, 'L');
+	(void)tu_wait_parent(c);
+	return 0;
+}
+
+enum ns_holder { NS_PIDLOCK, NS_FLOCK, NS_FLOCK_SHARED, NS_POSIX, NS_NONE,
+		 NS_NHOLDERS };
+
+static void ns_hold(struct tu_child *c, enum ns_holder kind, char *p)
+{
+	static const int ex = LOCK_EX, sh = LOCK_SH;
+
+	switch (kind) {
+	case NS_PIDLOCK:
+		tu_hold(c, p, 0);
+		break;
+	case NS_FLOCK:
+	case NS_FLOCK_SHARED:
+		/* As flock(1) leaves it: empty, past any grace period. */
+		tu_write(p, "");
+		tu_set_mtime_ago(p, 10);
+		tu_spawn(c, flock_hold_fn, (void *)(kind == NS_FLOCK ? &ex : &sh));
+		ck_assert_int_eq(tu_wait_signal(c), 'L');
+		break;
+	case NS_POSIX:
+		tu_write(p, "");
+		tu_posix_hold(c, p);
+		break;
+	default:
+		/* An empty file past its grace: free, and a probe is made. */
+		tu_write(p, "");
+		tu_set_mtime_ago(p, 10);
+		break;
+	}
+}
+
+/*
+ * doc/protocol.md 5a, "Pid namespaces": /proc/locks lists a flock or
+ * POSIX lock only where its /proc's pid namespace can name the taker.
+ * A holder in this namespace, a reader in a child one: the kernel's own
+ * answer (a flock probe, F_OFD_GETLK's pid 0) says held, and hidden.
+ */
+START_TEST(pidns_hidden_holder)
+{
+	static const unsigned int kinds[NS_NHOLDERS] = {
+		PIDLOCK_KIND_FLOCK | PIDLOCK_KIND_OFD, PIDLOCK_KIND_FLOCK,
+		PIDLOCK_KIND_FLOCK, PIDLOCK_KIND_OFD, 0,
+	};
+	enum ns_holder kind = (enum ns_holder)_i;
+	char *p = tu_path("a.lock");
+	struct pidlock_info here;
+	struct ns_view v;
+	struct tu_child c;
+
+	ns_hold(&c, kind, p);
+	/* Here the list names the holder: the answer is not "hidden". */
+	ck_assert_int_eq(pidlock_inspect(p, &here, 0), 0);
+	ck_assert_uint_eq(here.kernel_locks, kinds[kind]);
+	ck_assert_uint_eq(here.holder_hidden, 0);
+	if (!ns_view_of(p, &v)) {
+		fprintf(stderr, "pidns_hidden_holder: no pid namespace here "
+			"(needs root and unshare(2)), not tested\n");
+		if (kind != NS_NONE)
+			tu_kill(&c);
+		return;
+	}
+	if (kind != NS_NONE) {
+		tu_tell(&c, 'R');
+		ck_assert_int_eq(tu_join(&c), 0);
+	}
+	ck_assert_int_eq(v.inspect_rc, 0);
+	if (kind == NS_NONE) {
+		ck_assert_int_eq(v.inspect.state, PIDLOCK_STATE_FREE);
+		ck_assert_uint_eq(v.inspect.holder_hidden, 0);
+		ck_assert_int_eq(v.acquire_rc, 0);
+		return;
+	}
+	ck_assert_msg(v.inspect.state == PIDLOCK_STATE_HELD,
+		      "holder %d: the reader in a child pid namespace sees %s",
+		      kind, pidlock_state_name(v.inspect.state));
+	ck_assert_uint_eq(v.inspect.kernel_locks, kinds[kind]);
+	ck_assert_uint_eq(v.inspect.holder_hidden, 1);
+	ck_assert_int_eq(v.inspect.kernel_pid, 0);
+	ck_assert_uint_eq(v.inspect.shared, kind == NS_FLOCK_SHARED);
+	ck_assert_int_eq(v.acquire_rc, -EWOULDBLOCK);
+	ck_assert_int_eq(v.holder_rc, 0);
+	ck_assert_uint_eq(v.holder.holder_hidden, 1);
+	ck_assert_int_eq(v.holder.kernel_pid, 0);
+}
+END_TEST
+
 int main(void)
 {
 	const struct tu_case cases[] = {
@@ -974,6 +1150,7 @@ int main(void)
 		{ holder_fd_shows_path, 1 },
 		{ dead_temp_files_swept, 1 },
 		{ sigkill_storm_leaves_no_temp, 1 },
+		{ pidns_hidden_holder, NS_NHOLDERS },
 		{ NULL, 0 },
 	};
 

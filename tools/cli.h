@@ -49,6 +49,7 @@ struct opts {
 	int nfiles;
 	const char *lockfile;	/* run mode */
 	int fd;			/* MODE_FD, MODE_UNLOCK: the descriptor */
+	pid_t fd_pid;		/* MODE_FD: the process the record names */
 	char **cmd;		/* run mode: NULL-terminated argv */
 };
 
@@ -71,6 +72,7 @@ void json_info(const char *path, const struct pidlock_info *info, int error);
 /* slots.c */
 int slots_acquire(const struct opts *o, struct pidlock_slots **setp,
 		  struct pidlock **lockp);
+int slots_fail(const struct opts *o, int err);
 
 /* list.c */
 int cmd_list(const struct opts *o);

@@ -4,16 +4,22 @@
  * opened itself (exec 9<>FILE), as flock(1) FD takes it.  The path comes
  * from the descriptor (/proc/self/fd/FD); the library locks the shell's
  * open file description, checks that the path still names its file, and
- * writes a record that names the shell, our parent.  The lock then lasts
- * as long as the shell keeps the descriptor open, or until pidlock -u.
+ * writes a record that names the shell: of our ancestors that have the
+ * open file description open, the furthest (a wrapper between, such as
+ * timeout(1), has it too, and exits with us).  The lock then lasts as
+ * long as the shell keeps the descriptor open, or until pidlock -u.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <dirent.h>
+#include <linux/kcmp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -60,6 +66,109 @@ static const char *unusable_why(int fd)
 		return "is open for appending: the record could not be "
 		       "rewritten in place; open it with exec FD<>FILE";
 	return NULL;
+}
+
+/* ---- who keeps the descriptor open -------------------------------- */
+
+/*
+ * Is descriptor `theirs` of process pid our descriptor fd's open file
+ * description?  kcmp(2) knows; where it is not built in (ENOSYS), the
+ * same file (/proc/PID/fd/N) is the best answer left.  1, 0, or -errno
+ * (EPERM: not ours to look at).
+ */
+static int same_description(pid_t pid, int theirs, int fd)
+{
+	char link[64];
+	struct stat a, b;
+	long r = syscall(SYS_kcmp, getpid(), pid, KCMP_FILE, fd, theirs);
+
+	if (r >= 0)
+		return r == 0;
+	if (errno == EBADF)
+		return 0;	/* no such descriptor there */
+	if (errno != ENOSYS)
+		return -errno;
+	text_set(link, sizeof(link), "/proc/%ld/fd/%d", (long)pid, theirs);
+	if (stat(link, &a) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstat(fd, &b) < 0)
+		return -errno;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Has process pid our fd's open file description open, as any of its
+ * descriptors?  The same number first: it is the inherited one. */
+static int shares_description(pid_t pid, int fd)
+{
+	char dir[64];
+	struct dirent *de;
+	DIR *d;
+	int r = same_description(pid, fd, fd);
+
+	if (r != 0)
+		return r;
+	text_set(dir, sizeof(dir), "/proc/%ld/fd", (long)pid);
+	d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while (r == 0 && (de = readdir(d)) != NULL) {
+		char *end;
+		long n = strtol(de->d_name, &end, 10);
+
+		if (*end || end == de->d_name || n == fd || n < 0 || n > INT_MAX)
+			continue;
+		r = same_description(pid, (int)n, fd);
+	}
+	(void)closedir(d);	/* read-only: nothing to lose */
+	return r;
+}
+
+/* The parent of pid, from /proc/PID/stat; 0 if unknown. */
+static pid_t parent_of(pid_t pid)
+{
+	char name[64], buf[512];
+	const char *p;
+	long ppid;
+	ssize_t n;
+	int fd;
+
+	text_set(name, sizeof(name), "/proc/%ld/stat", (long)pid);
+	fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	(void)close(fd);	/* read-only, as above */
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* "pid (comm) state ppid ...": comm may hold spaces and ")". */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %ld", &ppid) != 1 || ppid <= 0)
+		return 0;
+	return (pid_t)ppid;
+}
+
+/*
+ * The process the record names: of the chain of our ancestors that have
+ * fd's open file description open, starting at our parent, the last one
+ * (the shell that opened it keeps it after a wrapper between, such as
+ * timeout(1), is gone).  Where the parent cannot be looked at (another
+ * user's, or outside our pid namespace: 0), the parent, as before.  -1
+ * when the parent certainly does not have it open (pidlock 9 9<>FILE,
+ * exec pidlock 9): the lock would end as we exit.
+ */
+static pid_t keeper(int fd)
+{
+	pid_t pid = getppid(), up;
+	int r = pid > 0 ? shares_description(pid, fd) : -ESRCH;
+
+	if (r == 0)
+		return -1;
+	if (r < 0)
+		return pid;
+	while ((up = parent_of(pid)) > 0 && shares_description(up, fd) == 1)
+		pid = up;
+	return pid;
 }
 
 /* The handle for the descriptor's path, or an exit status. */
@@ -113,11 +222,21 @@ int cmd_fd(const struct opts *o)
 {
 	char path[PATH_MAX + 16];
 	struct pidlock *lock;
+	struct opts mine = *o;
 	int r = prepare(o, path, sizeof(path), &lock);
 
 	if (r != 0)
 		return r;
-	r = acquire_lock(o, lock, o->timeout_ms, "lock is busy");
+	mine.fd_pid = keeper(o->fd);
+	if (mine.fd_pid < 0) {
+		pidlock_free(lock);
+		warn_msg("descriptor %d is not open in the parent process %ld: "
+			 "the lock would end as pidlock exits; open it in the "
+			 "shell itself (exec %d<>FILE), then run pidlock %d",
+			 o->fd, (long)getppid(), o->fd, o->fd);
+		return EX_USAGE;
+	}
+	r = acquire_lock(&mine, lock, o->timeout_ms, "lock is busy");
 	pidlock_free(lock);	/* it holds nothing: the shell's fd does */
 	if (r < 0)
 		return failed(o, path, -r, "");
@@ -125,7 +244,7 @@ int cmd_fd(const struct opts *o)
 		return o->conflict_code;
 	if (o->verbose)
 		warn_file(path, "locked through descriptor %d of process %ld",
-			  o->fd, (long)getppid());
+			  o->fd, (long)mine.fd_pid);
 	return 0;
 }
 

@@ -133,7 +133,10 @@ static void print_row(const struct row *r, int width, int swidth)
 	/* Other data names nobody: its pid=-like lines are no record. */
 	if (!data && i->pid > 0)
 		text_set(pid, sizeof(pid), "%d", (int)i->pid);
-	if (!data && i->pid > 0 && i->pid_alive >= 0)
+	/* A hidden holder's record numbers its pid as the holder's own
+	 * namespace does: "no" here would say nothing true. */
+	if (!data && i->pid > 0 && i->pid_alive >= 0 &&
+	    !(i->holder_hidden && !i->pid_alive))
 		alive = i->pid_alive ? "yes" : "no";
 	if (!data && i->has_timestamp)
 		format_age((int64_t)time(NULL) - i->timestamp, age, sizeof(age));
@@ -143,6 +146,9 @@ static void print_row(const struct row *r, int width, int swidth)
 	    pidlock_state_name(i->state), pid, alive, kinds, age);
 	if (!data)
 		out(stdout, " %s", i->tag);
+	if (!data && i->kernel_locks && i->holder_hidden)
+		out(stdout, "%s(held by a process outside this pid namespace)",
+		    i->tag[0] ? " " : "");
 	out(stdout, "\n");
 }
 

@@ -57,11 +57,11 @@ static void say_done(const struct opts *o, struct pidlock *lock,
 }
 
 /* One call of the library: the lock on a path, or on the shell's
- * descriptor (pidlock FD), whose record names the shell, our parent. */
+ * descriptor (pidlock FD), whose record names the shell (fd.c). */
 static int take(const struct opts *o, struct pidlock *lock, int timeout_ms)
 {
 	if (o->mode == MODE_FD)
-		return pidlock_lock_fd(lock, o->fd, getppid(), timeout_ms);
+		return pidlock_lock_fd(lock, o->fd, o->fd_pid, timeout_ms);
 	return pidlock_acquire(lock, timeout_ms);
 }
 
@@ -403,6 +403,8 @@ int cmd_run(const struct opts *o)
 	struct pidlock *lock;
 	int r = take_lock(o, &lock, &set);
 
+	if (r < 0 && o->slots)
+		return slots_fail(o, -r);
 	if (r < 0)
 		return fail_path(o->lockfile, -r);
 	if (r > 0)

@@ -7,8 +7,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli.h"
@@ -100,4 +103,62 @@ int slots_acquire(const struct opts *o, struct pidlock_slots **setp,
 		warn_file(o->lockfile, "all %u slots are busy%s", o->slots,
 			  o->timeout_ms ? " (timed out)" : "");
 	return 1;
+}
+
+/* Would slot file `path` make an acquire fail with err? */
+static bool slot_fails(const char *path, int err)
+{
+	struct pidlock_info info;
+	struct stat st;
+	int r;
+
+	if (lstat(path, &st) < 0)
+		return false;	/* no file there: not this one */
+	if (err == EMLINK)
+		return S_ISREG(st.st_mode) && st.st_nlink > 1;
+	r = pidlock_inspect(path, &info, 0);
+	if (r < 0)
+		return -r == err;
+	if (err == EBADMSG)
+		return info.state == PIDLOCK_STATE_NOT_LOCK_FILE;
+	return info.state == PIDLOCK_STATE_UNREADABLE && info.error == err;
+}
+
+/*
+ * The slot whose file made the acquire fail with err: the library says
+ * what went wrong, not which slot's file did it (a user's script at
+ * LOCKFILE.2, a symbolic link, a directory).  Its number, or -1 (a
+ * missing directory: LOCKFILE itself is named).
+ */
+static int failed_slot(const struct opts *o, int err, char *buf, size_t size)
+{
+	for (unsigned int k = 0; k < o->slots; k++) {
+		text_set(buf, size, "%s.%u", o->lockfile, k);
+		if (slot_fails(buf, err))
+			return (int)k;
+	}
+	return -1;
+}
+
+/* Say why no slot could be taken, naming the slot file at fault; the
+ * exit status. */
+int slots_fail(const struct opts *o, int err)
+{
+	char path[PATH_MAX + 16];
+	int k = failed_slot(o, err, path, sizeof(path));
+
+	if (k < 0)
+		return fail_path(o->lockfile, err);
+	if (err != EBADMSG)
+		return fail_path(path, err);
+	/* Not "use PATH.lock": the slot's name is the semaphore's. */
+	warn_prefix(path);
+	out(stderr, "not a lock file: it holds other data; nothing was "
+	    "changed.  It is at the name of slot %d of the semaphore '", k);
+	print_clean(stderr, o->lockfile);
+	out(stderr, "': move it, or give the semaphore another name, such "
+	    "as '");
+	print_clean(stderr, o->lockfile);
+	out(stderr, ".lock'.\n");
+	return exit_for_errno(err);
 }

@@ -73,8 +73,9 @@ static bool pid_runs(pid_t pid)
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
-/* Does this fdinfo text list a write lock on the file " MAJ:MIN:INO "? */
-static bool fdinfo_locks(const char *text, const char *file)
+/* Does this fdinfo text list a lock whose line holds `want` (a file
+ * " MAJ:MIN:INO ", or " PID MAJ:MIN:INO "), a write lock if `write`? */
+static bool fdinfo_locks(const char *text, const char *want, bool write)
 {
 	const char *p = text;
 
@@ -84,15 +85,15 @@ static bool fdinfo_locks(const char *text, const char *file)
 		char line[256];
 
 		text_set(line, sizeof(line), "%.*s ", (int)len, p);
-		if (strstr(line, " WRITE ") && strstr(line, file))
+		if ((!write || strstr(line, " WRITE ")) && strstr(line, want))
 			return true;
 		p += len;
 	}
 	return false;
 }
 
-/* Does the descriptor described by /proc/PID/fdinfo/FD lock file? */
-static bool fd_locks(const char *path, const char *file)
+/* Does the descriptor described by /proc/PID/fdinfo/FD hold the lock? */
+static bool fd_locks(const char *path, const char *want, bool write)
 {
 	char text[4096];
 	ssize_t n;
@@ -106,11 +107,11 @@ static bool fd_locks(const char *path, const char *file)
 	if (n <= 0)
 		return false;
 	text[n] = '\0';
-	return fdinfo_locks(text, file);
+	return fdinfo_locks(text, want, write);
 }
 
-/* Does process `pid` have an open file that holds a write lock on file? */
-static bool process_holds(long pid, const char *file)
+/* Does process `pid` have an open file that holds the lock? */
+static bool process_holds(long pid, const char *want, bool write)
 {
 	char dirpath[64], path[320];
 	struct dirent *de;
@@ -125,16 +126,16 @@ static bool process_holds(long pid, const char *file)
 		if (de->d_name[0] == '.')
 			continue;
 		text_set(path, sizeof(path), "%s/%s", dirpath, de->d_name);
-		found = fd_locks(path, file);
+		found = fd_locks(path, want, write);
 	}
 	(void)closedir(d);	/* read-only, as above */
 	return found;
 }
 
-/* Some other running process that holds a write lock on file, or 0;
- * a readdir error ends the search with what it found, as for a process
- * we may not look at. */
-static pid_t scan_processes(const char *file)
+/* Some other running process that holds the lock, or 0; a readdir
+ * error ends the search with what it found, as for a process we may
+ * not look at. */
+static pid_t scan_processes(const char *want, bool write)
 {
 	struct dirent *de;
 	pid_t found = 0;
@@ -148,11 +149,38 @@ static pid_t scan_processes(const char *file)
 
 		if (*end || pid <= 0 || pid == (long)getpid())
 			continue;
-		if (process_holds(pid, file) && pid_runs((pid_t)pid))
+		if (process_holds(pid, want, write) && pid_runs((pid_t)pid))
 			found = (pid_t)pid;
 	}
 	(void)closedir(d);	/* read-only, as above */
 	return found;
+}
+
+/* A process named by /proc/locks, or, if it has exited, the one that
+ * keeps the lock it took (a forked child): `taker` says who took it;
+ * `gone`, no such process could be found (another user's). */
+struct holder_pid {
+	pid_t pid;
+	pid_t taker;	/* pid named by the row, if not pid */
+	bool gone;	/* taker exited; no process found that holds it */
+};
+
+/* The row's taker, or who keeps its lock now that it has exited. */
+static struct holder_pid live_holder(pid_t taker, const char *file)
+{
+	struct holder_pid h = { taker, 0, false };
+	char want[96];
+
+	if (pid_runs(taker))
+		return h;
+	text_set(want, sizeof(want), " %d%s", (int)taker, file);
+	h.pid = scan_processes(want, false);
+	h.taker = taker;
+	if (h.pid == 0) {
+		h.pid = taker;
+		h.gone = true;
+	}
+	return h;
 }
 
 /*
@@ -177,18 +205,39 @@ static pid_t kernel_holder(const char *path, const struct pidlock_info *info)
 		return 0;
 	text_set(file, sizeof(file), " %02x:%02x:%llu ", major(st.st_dev),
 		 minor(st.st_dev), (unsigned long long)st.st_ino);
-	return scan_processes(file);
+	/* A taker that exited: whoever keeps the lock it took, read or
+	 * write, whose fdinfo line still names it. */
+	if (info->kernel_pid > 0) {
+		struct holder_pid h = live_holder(info->kernel_pid, file);
+
+		if (!h.gone)
+			return h.pid;
+	}
+	return scan_processes(file, true);
 }
 
 /*
- * The pids the kernel names for locks on path's file, for a shared
- * lock's holders: /proc/locks rows "3: FLOCK  ADVISORY  READ 4359
- * 08:01:1234 0 EOF" (waiters, "->", are not holders).  OFD rows say -1:
- * those holders are counted (info->holders), not named.
+ * The holders of a shared lock on path's file, from the pids the kernel
+ * names: /proc/locks rows "3: FLOCK  ADVISORY  READ 4359 08:01:1234 0
+ * EOF" (waiters, "->", are not holders).  A row names the process that
+ * took the lock, which may have exited while a forked child keeps the
+ * open file description: then the process whose /proc/PID/fdinfo lists
+ * that lock holds it (`taker` says who took it), or, if none can be
+ * found (another user's), the taker is kept with `gone` set.  OFD rows
+ * say -1: those holders are counted (info->holders), not named.
  */
 #define HOLDER_PIDS_MAX 32
 
-static int kernel_holder_pids(const char *path, pid_t *pids, int max)
+static bool holder_listed(const struct holder_pid *h, int n, pid_t pid)
+{
+	for (int i = 0; i < n; i++)
+		if (h[i].pid == pid || h[i].taker == pid)
+			return true;
+	return false;
+}
+
+static int kernel_holder_pids(const char *path, struct holder_pid *pids,
+			      int max)
 {
 	char want[64], line[256];
 	struct stat st;
@@ -204,15 +253,15 @@ static int kernel_holder_pids(const char *path, pid_t *pids, int max)
 		return 0;
 	while (n < max && fgets(line, sizeof(line), f)) {
 		int pid;
-		bool seen = false;
 
 		if (!strstr(line, want) || strstr(line, "->") ||
-		    sscanf(line, "%*d: %*s %*s %*s %d", &pid) != 1 || pid <= 0)
+		    sscanf(line, "%*d: %*s %*s %*s %d", &pid) != 1 || pid <= 0 ||
+		    holder_listed(pids, n, pid))
 			continue;
-		for (int i = 0; i < n; i++)
-			seen |= pids[i] == pid;
-		if (!seen)
-			pids[n++] = pid;
+		pids[n] = live_holder(pid, want);
+		/* Two takers whose descriptors one process keeps. */
+		if (pids[n].gone || !holder_listed(pids, n, pids[n].pid))
+			n++;
 	}
 	(void)fclose(f);	/* read-only: nothing to flush */
 	return n;
@@ -234,6 +283,9 @@ static bool describe_kernel_holder(const char *path,
 	format_kinds(info->kernel_locks, kinds, sizeof(kinds));
 	if (holder > 0)
 		text_set(buf, size, "pid %d holding %s", (int)holder, kinds);
+	else if (info->holder_hidden)
+		text_set(buf, size, "a process outside this pid namespace "
+			 "holding %s", kinds);
 	else
 		text_set(buf, size, "an unknown process holding %s", kinds);
 	if (info->shared && info->holders > 1)
@@ -243,6 +295,10 @@ static bool describe_kernel_holder(const char *path,
 	else if (info->shared)
 		text_add(buf, size, " shared");
 	if (info->pid <= 0 || info->pid == holder)
+		return true;
+	/* The record's pid is the hidden holder's own, numbered as its
+	 * namespace numbers it: the record is the holder's all the same. */
+	if (holder == 0 && info->holder_hidden && info->pid_alive == 0)
 		return true;
 	text_add(buf, size, info->pid_alive == 0 ?
 		 " (the file names pid %d, which is not running)" :
@@ -445,15 +501,21 @@ static void json_record(const struct pidlock_info *info, bool exists)
 static void json_mode(const char *path, unsigned int kernel,
 		      const struct pidlock_info *info)
 {
-	pid_t pids[HOLDER_PIDS_MAX];
+	struct holder_pid pids[HOLDER_PIDS_MAX];
 	int n = kernel ? kernel_holder_pids(path, pids, HOLDER_PIDS_MAX) : 0;
+	bool first = true;
 
 	json_key_string("mode", !kernel ? NULL
 				: info->shared ? "shared" : "exclusive");
 	out(stdout, ", \"holders\": %u, \"holder_pids\": [",
 	    kernel ? (unsigned int)info->holders : 0U);
-	for (int i = 0; i < n; i++)
-		out(stdout, "%s%d", i ? ", " : "", (int)pids[i]);
+	/* Running processes only: a taker that exited holds nothing. */
+	for (int i = 0; i < n; i++) {
+		if (pids[i].gone)
+			continue;
+		out(stdout, "%s%d", first ? "" : ", ", (int)pids[i].pid);
+		first = false;
+	}
 	out(stdout, "]");
 }
 
@@ -474,6 +536,9 @@ void json_info(const char *path, const struct pidlock_info *info, int error)
 	json_int_or_null("kernel_pid", info->kernel_pid,
 			 !error && info->kernel_pid > 0);
 	json_mode(path, error ? 0 : info->kernel_locks, info);
+	out(stdout, ", \"holder_hidden\": %s",
+	    !error && info->kernel_locks && info->holder_hidden ? "true"
+								 : "false");
 	json_kinds("marker", exists ? info->marker : 0);
 	json_int_or_null("mtime", info->mtime, exists ||
 			 (!error && info->state == PIDLOCK_STATE_NOT_LOCK_FILE));
@@ -517,7 +582,9 @@ static void print_pid(const struct pidlock_info *info)
 	}
 	out(stdout, "  pid:     %d (%s)\n", (int)info->pid,
 	    info->pid_alive > 0 ? "running" :
-	    info->pid_alive == 0 ? "not running" : "unknown");
+	    info->pid_alive < 0 ? "unknown" :
+	    info->holder_hidden ? "no such process in this pid namespace" :
+	    "not running");
 }
 
 static void print_since(const struct pidlock_info *info)
@@ -546,6 +613,8 @@ static void print_kernel_holder(const struct pidlock_info *info, pid_t holder)
 		    (int)taker);
 	else if (holder > 0)
 		out(stdout, " (held by pid %d)", (int)holder);
+	else if (info->holder_hidden)
+		out(stdout, " (held by a process outside this pid namespace)");
 	else if (info->kernel_locks)
 		out(stdout, " (holder unknown)");
 }
@@ -553,7 +622,7 @@ static void print_kernel_holder(const struct pidlock_info *info, pid_t holder)
 /* "  mode:    shared, 3 holders: pids 12 34 56" */
 static void print_mode(const char *path, const struct pidlock_info *info)
 {
-	pid_t pids[HOLDER_PIDS_MAX];
+	struct holder_pid pids[HOLDER_PIDS_MAX];
 	int n;
 
 	if (!info->shared) {
@@ -565,8 +634,14 @@ static void print_mode(const char *path, const struct pidlock_info *info)
 	n = kernel_holder_pids(path, pids, HOLDER_PIDS_MAX);
 	if (n > 0)
 		out(stdout, ": pid%s", n == 1 ? "" : "s");
-	for (int i = 0; i < n; i++)
-		out(stdout, " %d", (int)pids[i]);
+	for (int i = 0; i < n; i++) {
+		out(stdout, " %d", (int)pids[i].pid);
+		if (pids[i].gone)
+			out(stdout, " (exited; its descriptor lives on)");
+		else if (pids[i].taker)
+			out(stdout, " (taken by pid %d, which exited)",
+			    (int)pids[i].taker);
+	}
 	out(stdout, "\n");
 }
 

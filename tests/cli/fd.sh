@@ -41,11 +41,36 @@ pass "the record says keep=1: the file stays at the path"
 grep -q "pid: *$$ (running)" st || fail "--status does not name the shell: $(cat st)"
 pass "--status names the shell as the holder"
 
+# --- a wrapper that forks: the record names the shell, not the wrapper ------
+# timeout(1) forks pidlock and exits with it; it has descriptor 9 too.
+# The record names the process that keeps the open file description
+# open, the shell, so --status says running and spec-only peers see a
+# live pid.  Likewise pidlock in a subshell.
+expect 0 "timeout 5 pidlock -n 9 (a refresh)" -- timeout 5 "$PIDLOCK" -n 9
+[ "$(field x.lock pid)" = "$$" ] ||
+	fail "timeout 5 pidlock -n 9: pid=$(field x.lock pid), shell is $$"
+"$PIDLOCK" --status x.lock > st
+grep -q "pid: *$$ (running)" st || fail "--status after timeout: $(cat st)"
+pass "timeout 5 pidlock -n 9: the record names the shell, running"
+( "$PIDLOCK" -n 9; exit $? ) || fail "pidlock -n 9 in a subshell"
+[ "$(field x.lock pid)" = "$$" ] ||
+	fail "a subshell's pidlock -n 9: pid=$(field x.lock pid), shell is $$"
+pass "pidlock -n 9 in a subshell: the record names the shell"
+# The descriptor opened for pidlock alone dies with it: refused, 64.
+"$PIDLOCK" -n 8 8<>y.lock 2> err
+rc=$?
+[ $rc -eq 64 ] || fail "pidlock -n 8 8<>FILE: exit $rc"
+grep -q "descriptor 8 is not open in the parent process $$" err ||
+	fail "pidlock -n 8 8<>FILE: $(cat err)"
+expect 0 "flock -n gets in: pidlock -n 8 8<>FILE left no lock" -- \
+	flock -n y.lock true
+pass "pidlock -n 8 8<>FILE: refused (64), the parent does not keep it"
+
 # --- peers are kept out while the shell holds --------------------------------
 expect 1 "a second shell's pidlock -n 9 fails" -- \
-	bash -c 'exec 9<>x.lock; exec "$PIDLOCK" -n 9' 2>/dev/null
+	bash -c 'exec 9<>x.lock; "$PIDLOCK" -n 9; exit $?' 2>/dev/null
 expect 1 "a second sh's pidlock -w 0.3 9 times out" -- \
-	sh -c 'exec 9<>x.lock; exec "$PIDLOCK" -w 0.3 9' 2>/dev/null
+	sh -c 'exec 9<>x.lock; "$PIDLOCK" -w 0.3 9; exit $?' 2>/dev/null
 expect 1 "flock -n -x fails" -- flock -n -x x.lock true
 expect 1 "with-lock-ex -q fails" -- \
 	sh -c 'with-lock-ex -q x.lock true 2>/dev/null; [ $? -ne 0 ] && exit 1'

@@ -72,5 +72,36 @@ pass "--json says exclusive"
 kill -TERM "$w"
 wait "$w"
 
+# Holders whose takers exited: a shell opens the file on fd 9 and runs
+# flock -s 9, whose own pid /proc/locks names; flock(1) exits, the shell
+# keeps the open file description and the lock.  --status names the
+# shells, which hold it, and not the dead takers.
+: > f.lock
+for n in 1 2; do
+	bg_peer bash -c 'exec 9<>f.lock; flock -s 9 || exit 1
+		echo $$ > sh$0.pid; exec sleep 300' "$n"
+done
+wait_until test -s sh1.pid
+wait_until test -s sh2.pid
+s1=$(cat sh1.pid) s2=$(cat sh2.pid)
+takers=$(sed -n "s/^.* READ \([0-9]*\) .*:$(stat -c %i f.lock) .*/\1/p" /proc/locks)
+[ -n "$takers" ] || fail "no flock rows for f.lock"
+for t in $takers; do
+	gone "$t" || fail "taker $t still runs"
+done
+"$PIDLOCK" --status f.lock > st
+grep -q "^  mode:    shared, [0-9]* holders: pids .*$s1 (taken by pid [0-9]*, which exited)" st &&
+	grep -q "$s2 (taken by pid [0-9]*, which exited)" st ||
+	fail "--status does not name the shells $s1 $s2: $(cat st) $(grep ":$(stat -c %i f.lock) " /proc/locks)"
+for t in $takers; do
+	grep -q "pids.* $t " st && fail "--status names the dead taker $t: $(cat st)"
+done
+pass "--status names the shells that keep the lock, not flock(1)'s dead pids"
+status_json f.lock
+hp=$(jv j 0 holder_pids)
+[ "$hp" = "[$s1, $s2]" ] || [ "$hp" = "[$s2, $s1]" ] ||
+	fail "--json holder_pids $hp, shells $s1 $s2, takers $takers"
+pass "--json holder_pids are the shells"
+
 expect 64 "-s is for running a command" -- "$PIDLOCK" --status -s w.lock
 done_testing

@@ -79,7 +79,29 @@ ln -s elsewhere sem.1
 expect 66 "a symlink at a slot's path is refused" -- "$PIDLOCK" --slots 2 -n sem true
 [ ! -e sem.2 ] && [ -L sem.0 ] && [ -L sem.1 ] || fail "a refused try changed the files"
 "$PIDLOCK" --slots 2 -n sem true 2> ln.out
-grep -q "sem.[01]: .*symbolic link" ln.out || grep -q "sem: .*symbolic link" ln.out ||
+grep -q "^pidlock: sem.0: .*symbolic link" ln.out ||
 	fail "the symlink message: $(cat ln.out)"
-pass "the refusal names the symlink"
+pass "the refusal names the symlink, sem.0"
+
+# The slot file at fault is named, not the semaphore: a user's script at
+# sem.2, a directory at sem.1.
+rm -f sem.*
+printf '#!/bin/sh\necho hello\n' > sem.2
+"$PIDLOCK" --slots 3 sem true 2> bad.out
+rc=$?
+[ $rc -eq 65 ] || fail "a script at sem.2: exit $rc: $(cat bad.out)"
+grep -q "^pidlock: sem.2: not a lock file" bad.out ||
+	fail "the message does not name sem.2: $(cat bad.out)"
+grep -q "slot 2 of the semaphore 'sem'" bad.out ||
+	fail "the message does not say which slot: $(cat bad.out)"
+[ "$(cat sem.2)" = "$(printf '#!/bin/sh\necho hello')" ] ||
+	fail "the script changed"
+pass "a script at sem.2: exit 65, the message names sem.2, slot 2 of sem"
+rm -f sem.*
+mkdir sem.1
+expect 66 "a directory at sem.1: 66" -- "$PIDLOCK" --slots 3 sem true 2> bad.out
+grep -q "^pidlock: sem.1: Is a directory" bad.out ||
+	fail "the message does not name sem.1: $(cat bad.out)"
+pass "a directory at sem.1: the message names sem.1"
+rmdir sem.1
 done_testing

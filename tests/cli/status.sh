@@ -136,8 +136,8 @@ assert l["tag"] == 'say "hi" \\ caf\u00e9 \u2713', repr(l["tag"])
 assert l["state"] == "held"
 assert sorted(l) == sorted(["path", "state", "exit_status", "pid",
     "pid_alive", "timestamp", "since", "age", "tag", "kernel_locks",
-    "kernel_pid", "mode", "holders", "holder_pids", "marker", "mtime",
-    "error"]), sorted(l)
+    "kernel_pid", "mode", "holders", "holder_pids", "holder_hidden",
+    "marker", "mtime", "error"]), sorted(l)
 PY
 pass "JSON escaping holds for quotes, backslashes, newlines, UTF-8, bad bytes"
 "$PIDLOCK" --status "$name" | head -n 1 | LC_ALL=C grep -q '^we"ird\\?name.*\.lock: held' ||

@@ -51,7 +51,13 @@ def test_info_layout_matches_c():
             _lib.Info._fields_[[n for n, _ in _lib.Info._fields_].index("tag") + 1:]]
     header = header_tail()
     later = [(name, 1) for name in LATER_WORDS]
-    if header != tail:
+    if header != tail and len(header) > len(tail):
+        # The header ahead of the binding: words it names (holder_hidden,
+        # 1.3.0) that ctypes still reads as reserved, which is safe.
+        assert header[:len(tail) - 1] == tail[:-1]
+        assert tail[-1][0] == header[-1][0] == "reserved"
+        assert sum(n for _, n in header[len(tail) - 1:]) == tail[-1][1]
+    elif header != tail:
         assert header == [("reserved", tail[-1][1] + len(later))]
         assert tail == later + [tail[-1]]
     # Whatever the tail's names, it covers the C tail's bytes exactly.
