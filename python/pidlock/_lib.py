@@ -44,9 +44,11 @@ class Info(ctypes.Structure):
         # as zero from a library without them.
         ("shared", ctypes.c_uint32),
         ("holders", ctypes.c_uint32),
+        # Reserved before 1.3.0 (zero from an older library).
+        ("holder_hidden", ctypes.c_uint32),
         # Reserved words: later versions may give them a meaning without
         # changing the size; kept so that the size always matches.
-        ("reserved", ctypes.c_uint32 * 6),
+        ("reserved", ctypes.c_uint32 * 5),
     ]
 
 

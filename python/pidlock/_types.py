@@ -84,6 +84,10 @@ class LockInfo:
     #: How many holders the kernel lists, at least (0 from a library
     #: without shared locks).
     holders: int = 0
+    #: The kernel reports a lock whose holder this pid namespace cannot
+    #: see (a process in another pid namespace, or on another host); the
+    #: holder's pid is then unknown.  False from a library before 1.3.0.
+    holder_hidden: bool = False
 
     @property
     def age(self) -> Optional[float]:
@@ -112,6 +116,7 @@ class LockInfo:
             tag=info.tag.decode("utf-8", "replace"),
             shared=bool(info.shared),
             holders=info.holders,
+            holder_hidden=bool(info.holder_hidden),
         )
 
 
