@@ -12,8 +12,9 @@
 # Environment:
 #   MUTATIONS        ids to run (default: all in the table)
 #   MUTATION_TESTS   test programs to run (default: the library's Check
-#                    suites, the unlink race and the fault tests); "all"
-#                    for the whole `make check`
+#                    suites, the unlink race and the fault tests: every
+#                    program that an `expect:` line names a test of);
+#                    "all" for the whole `make check`
 #   MUTATION_DIR     scratch directory (default: a new one under $TMPDIR,
 #                    removed at the end unless KEEP_MUTATION_DIR=1)
 #   MUTATION_TIMEOUT seconds for one mutation's test run (default 600)
@@ -28,7 +29,7 @@ default_tests="tests/test-content tests/test-lock tests/test-wait \
 tests/test-interop tests/test-rules tests/test-guards tests/test-shared \
 tests/test-hostile \
 tests/test-content-hostile tests/test-slots tests/torture/test-unlink-race \
-tests/fault/test-fault tests/test-fd"
+tests/fault/test-fault tests/test-fd tests/test-async"
 tests=${MUTATION_TESTS:-$default_tests}
 timeout=${MUTATION_TIMEOUT:-600}
 
