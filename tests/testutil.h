@@ -109,8 +109,10 @@ void tu_posix_hold(struct tu_child *c, char *path);
  * tu_join() returns when flock(1) has let go (it waits for its command). */
 void tu_flock1_hold(struct tu_child *c, const char *path, bool shared);
 /* Waits until process pid sleeps in poll(2) (/proc/PID/syscall): a
- * library wait between two tries, with nothing under way. */
-void tu_wait_in_poll(pid_t pid);
+ * library wait between two tries, with nothing under way.  false if
+ * this kernel or its settings do not show it (the caller says it did
+ * not test). */
+bool tu_wait_in_poll(pid_t pid);
 
 /* Run a shell command; returns its exit status. */
 int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
