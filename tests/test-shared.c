@@ -266,9 +266,13 @@ END_TEST
  * flock(2), as the library calls it, comes here first: the program's own
  * definition is found before the C library's.  Armed, it runs fn once,
  * right before (or right after) the nth call with operation `op`, so a
- * test can make another process's moves happen between two system calls
+ * test can make another holder's moves happen between two system calls
  * of a release: the interleavings a loop of leavers would meet once in a
- * great many rounds, every time.  Disarmed, it is the system call.
+ * great many rounds, every time.  The other holder is an open file
+ * description of its own (flock(2) and OFD locks belong to the
+ * description: to the kernel it is another holder, whatever process
+ * makes its calls), or another handle of the library.  Disarmed, it is
+ * the system call.
  */
 static struct {
 	int op;
