@@ -103,19 +103,29 @@ START_TEST(async_wakes_on_release)
 }
 END_TEST
 
-/* flock(1) holds the file: the loop wakes when flock(1) lets go. */
+/*
+ * flock(1) holds the file: the descriptor to poll wakes when flock(1)
+ * lets go.  Each step waits for the one before, so no timing decides:
+ * flock(1) holds (its command said so) when the call finds the lock
+ * busy, has exited when the poll begins, and the poll bound (20 s) is
+ * far beyond the 5 s the event may take to be seen.
+ */
 START_TEST(async_flock1_holder)
 {
 	const char *p = tu_path("a.lock");
 	struct pidlock *l = patient(p, 0);
-	long t0 = tu_ms();
+	struct pollfd pfd = { .events = POLLIN };
+	struct tu_child c;
+	int fd = -1, ms = -1;
 
 	tu_write(p, "");
-	ck_assert_int_eq(tu_sh("'%s' -n '%s' sleep 0.5 &", tu_flock_bin(), p), 0);
-	usleep(150 * 1000);
-	(void)busy_fd(l);
-	ck_assert_int_ge(loop_until_held(l, 10000), 1);
-	ck_assert_msg(tu_ms() - t0 < 5000, "not woken by flock(1)'s exit");
+	tu_set_mtime_ago(p, 60);	/* not young: rule C's grace is over */
+	tu_flock1_hold(&c, p, false);
+	pfd.fd = busy_fd(l);
+	tu_tell(&c, '\n');
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_msg(poll(&pfd, 1, 5000) == 1, "not woken by flock(1)'s exit");
+	ck_assert_int_eq(pidlock_acquire_async(l, &fd, &ms), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	pidlock_free(l);
 }

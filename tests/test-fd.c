@@ -122,6 +122,67 @@ TU_LOCK_TEST(lock_fd_file_kept, 0)
 	close(fd);
 }
 
+/* The handle only lends the path: after a lock on a caller's descriptor
+ * (for the shell, with its pid), its own next acquire is a plain one.
+ * The record names this process, and a file that is no kept one (a
+ * crashed holder's record here) is removed by the release. */
+TU_LOCK_TEST(handle_after_lock_fd_is_plain, 0)
+{
+	int fd = open_rw(p);
+
+	tu_set_mtime_ago(p, 60);
+	ck_assert_int_eq(pidlock_lock_fd(l, fd, getppid(), 0), 0);
+	ck_assert_int_eq(record_pid(p), getppid());
+	ck_assert_int_eq(pidlock_unlock_fd(l, fd), 0);
+	close(fd);
+	ck_assert_int_eq(unlink(p), 0);
+	tu_exit_holding(p, 0);		/* our record, no keep=1 */
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_msg(record_pid(p) == getpid(), "the record names %ld, not "
+		      "this process", record_pid(p));
+	ck_assert_ptr_null(strstr(tu_read(p), "keep=1"));
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(!tu_exists(p), "the release kept the file");
+}
+
+/* A descriptor waits holding nothing.  Against a POSIX holder its try
+ * takes flock(2), then is refused the OFD lock; the flock goes back, or
+ * a flock(1) user would be shut out for the whole wait.  Looked at while
+ * the waiter sleeps between two tries (in poll(2), no poll bound). */
+static int fd_waiter(struct tu_child *c, void *arg)
+{
+	struct pidlock *l;
+	int fd = open(arg, O_RDWR | O_CLOEXEC), r;
+
+	(void)c;
+	if (fd < 0 || pidlock_new(&l, arg, 0) < 0 ||
+	    pidlock_set_retry_interval(l, 20000) < 0)
+		return 2;
+	r = pidlock_lock_fd(l, fd, 0, 30000);
+	pidlock_free(l);
+	return r == 0 ? 0 : 3;
+}
+
+TU_LOCK_TEST(lock_fd_waiter_holds_nothing, 0)
+{
+	struct tu_child h, w;
+
+	(void)l;	/* the waiter makes its own */
+	tu_write(p, "");
+	tu_set_mtime_ago(p, 60);
+	tu_posix_hold(&h, p);
+	tu_spawn(&w, fd_waiter, p);
+	if (tu_wait_in_poll(w.pid))
+		ck_assert_msg(tu_sh("'%s' -n '%s' true", tu_flock_bin(), p) == 0,
+			      "a waiting descriptor holds flock(2) on the file");
+	else
+		fprintf(stderr, "lock_fd_waiter_holds_nothing: /proc/PID/"
+			"syscall not readable here, not tested\n");
+	tu_tell(&h, 'X');
+	ck_assert_int_eq(tu_join(&h), 0);
+	ck_assert_int_eq(tu_join(&w), 0);
+}
+
 /* Exclusion both ways against pidlock_acquire() in another process. */
 TU_LOCK_TEST(lock_fd_excludes_acquire, 0)
 {
@@ -323,6 +384,8 @@ int main(void)
 	const struct tu_case cases[] = {
 		{ lock_fd_names_pid, 1 },
 		{ lock_fd_file_kept, 1 },
+		{ handle_after_lock_fd_is_plain, 1 },
+		{ lock_fd_waiter_holds_nothing, 1 },
 		{ lock_fd_excludes_acquire, 1 },
 		{ lock_fd_timed_waits, 1 },
 		{ lock_fd_sigkill_frees, 1 },

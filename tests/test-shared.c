@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -258,6 +259,294 @@ START_TEST(concurrent_leavers_one_unlinks)
 		      ROUNDS);
 }
 END_TEST
+
+/* ---- the order of the two kernel locks, by construction ------------- */
+
+/*
+ * flock(2), as the library calls it, comes here first: the program's own
+ * definition is found before the C library's.  Armed, it runs fn once,
+ * right before (or right after) the nth call with operation `op`, so a
+ * test can make another holder's moves happen between two system calls
+ * of a release: the interleavings a loop of leavers would meet once in a
+ * great many rounds, every time.  The other holder is an open file
+ * description of its own (flock(2) and OFD locks belong to the
+ * description: to the kernel it is another holder, whatever process
+ * makes its calls), or another handle of the library.  Disarmed, it is
+ * the system call.
+ */
+static struct {
+	int op;
+	int nth;
+	bool after;
+	void (*fn)(void);
+	int seen;
+} hook;
+
+static void arm(int op, int nth, bool after, void (*fn)(void))
+{
+	hook.op = op;
+	hook.nth = nth;
+	hook.after = after;
+	hook.seen = 0;
+	hook.fn = fn;
+}
+
+/* Runs the armed moves once; their own calls pass straight through. */
+static void fire(void)
+{
+	void (*fn)(void) = hook.fn;
+	int saved = errno;
+
+	hook.fn = NULL;
+	fn();
+	errno = saved;
+}
+
+int flock(int fd, int op)
+{
+	bool due = hook.fn && op == hook.op && ++hook.seen == hook.nth;
+	int r;
+
+	if (due && !hook.after)
+		fire();
+	r = (int)syscall(SYS_flock, fd, op);
+	if (due && hook.after)
+		fire();
+	return r;
+}
+
+/* An OFD lock of `type` on the whole file, without waiting. */
+static bool ofd(int fd, short type)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET };
+
+	return fcntl(fd, F_OFD_SETLK, &fl) == 0;
+}
+
+/*
+ * A second shared holder that leaves by doc/protocol.md section 4a,
+ * step by step with its own open file description: the peer of the
+ * library's leaver.  One that gets the write lock and is refused LOCK_EX
+ * in its last try gives up, but slowly: it still holds the write lock
+ * when the other leaver makes its last try (peer_finish() lets go).
+ */
+enum peer_move { TRY_EXCLUSIVE, DROP_FLOCK, DROP_OFD, LAST_TRY, MOVES };
+
+static struct {
+	int fd;
+	int next;		/* the move to make next */
+	int until;		/* the moves of this turn end before this one */
+	bool unlinked;		/* it was the last one out */
+} peer;
+
+/* Steps 1 and 4: the write lock, then LOCK_EX, then the inode check. */
+static bool peer_alone(const char *path)
+{
+	struct stat a, b;
+
+	if (!ofd(peer.fd, F_WRLCK))
+		return false;
+	if (syscall(SYS_flock, peer.fd, LOCK_EX | LOCK_NB) < 0)
+		return false;
+	return fstat(peer.fd, &a) == 0 && lstat(path, &b) == 0 &&
+	       a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+}
+
+static void peer_moves(const char *path)
+{
+	for (; peer.next < peer.until; peer.next++) {
+		switch (peer.next) {
+		case TRY_EXCLUSIVE:
+		case LAST_TRY:
+			if (peer_alone(path)) {
+				ck_assert_int_eq(unlink(path), 0);
+				peer.unlinked = true;
+				peer.next = MOVES;
+				return;
+			}
+			/* Refused: step 3 drops what the try took. */
+			break;
+		case DROP_FLOCK:
+			ck_assert_int_eq(syscall(SYS_flock, peer.fd, LOCK_UN), 0);
+			break;
+		case DROP_OFD:
+			ck_assert(ofd(peer.fd, F_UNLCK));
+			break;
+		}
+	}
+}
+
+static void peer_rest(void)
+{
+	peer.until = MOVES;
+	peer_moves(tu_path("a.lock"));
+}
+
+static void peer_finish(void)
+{
+	peer_rest();
+	ck_assert_int_eq(close(peer.fd), 0);
+}
+
+/*
+ * Why the order of the two kinds matters to the last one out (doc/
+ * protocol.md section 4a, step 4's proof).  The library's leaver L and a
+ * peer leaver P hold the lock shared; P's moves are made at one exact
+ * point of L's release, where the order decides:
+ *
+ * - "drop order": P leaves entirely while L, in step 3, is about to
+ *   drop its flock.  Flock first, then OFD: L still holds both, P's
+ *   tries are refused by L's read lock, and L's last try gets both.
+ *   Swapped: L has dropped its read lock, so P's last try gets the
+ *   write lock and is refused LOCK_EX by L's LOCK_SH; L's own last try
+ *   is refused the write lock by P.  Both give up; the file stays.
+ * - "take order": P has had its step 1 refused and dropped its flock;
+ *   the rest of its leave is made right after L's second LOCK_EX.
+ *   Write lock first: L never gets that far (P's read lock refuses it);
+ *   P, last, gets both.  LOCK_EX first: L holds LOCK_EX without the
+ *   write lock at that moment; P's last try gets the write lock and is
+ *   refused LOCK_EX, L is then refused the write lock.  The file stays.
+ */
+static const struct order_case {
+	const char *name;
+	int moves_before;	/* P's moves made before L releases */
+	int op;			/* the library's call the rest goes at */
+	int nth;
+	bool after;
+} order_cases[] = {
+	{ "drop order", TRY_EXCLUSIVE, LOCK_UN, 1, false },
+	{ "take order", DROP_OFD, LOCK_EX | LOCK_NB, 2, true },
+};
+
+START_TEST(leavers_kind_order)
+{
+	const struct order_case *oc = &order_cases[_i];
+	char *p = tu_path("a.lock");
+	struct pidlock *l = tu_new(p, SH);
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	peer.fd = open(p, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(peer.fd, 0);
+	ck_assert_int_eq(syscall(SYS_flock, peer.fd, LOCK_SH | LOCK_NB), 0);
+	ck_assert(ofd(peer.fd, F_RDLCK));
+	peer.next = 0;
+	peer.until = oc->moves_before;
+	peer.unlinked = false;
+	peer_moves(p);
+	ck_assert_msg(!peer.unlinked, "%s: the peer was alone", oc->name);
+	arm(oc->op, oc->nth, oc->after, peer_rest);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	hook.fn = NULL;
+	peer_finish();
+	ck_assert_msg(!tu_exists(p), "%s: both leavers gave up, the file "
+		      "stays with nobody holding it", oc->name);
+	pidlock_free(l);
+}
+END_TEST
+
+/*
+ * The last try's inode check (step 4).  L (flock only) is refused its
+ * step 1 by another shared holder S and lets go; right then S leaves,
+ * alone, and unlinks the file, and X takes a new one at the path.  L's
+ * last try gets LOCK_EX on the old inode, which nobody holds any more:
+ * only the inode check says that the path is X's now.  Without it, L
+ * would unlink X's file, and the next acquirer would hold beside X.
+ */
+static struct {
+	struct pidlock *s, *x;
+	int s_rc, x_rc;
+} turn;
+
+static void leave_and_take(void)
+{
+	turn.s_rc = pidlock_release(turn.s);
+	turn.x_rc = pidlock_acquire(turn.x, 0);
+}
+
+TU_LOCK_TEST(leaver_last_try_checks_inode, SH | PIDLOCK_FLOCK_ONLY)
+{
+	turn.s = tu_new(p, SH);
+	turn.x = tu_new(p, 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_acquire(turn.s, 0), 0);
+	turn.s_rc = turn.x_rc = 1;
+	arm(LOCK_UN, 1, true, leave_and_take);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(turn.s_rc == 0 && turn.x_rc == 0, "the moves were not "
+		      "made (release %d, acquire %d)", turn.s_rc, turn.x_rc);
+	ck_assert_msg(pidlock_verify(turn.x) == 0, "the leaver's last try "
+		      "removed the file of the next holder");
+	assert_try(p, 0, -EWOULDBLOCK, "an acquirer beside the next holder");
+	ck_assert_int_eq(pidlock_release(turn.x), 0);
+	pidlock_free(turn.s);
+	pidlock_free(turn.x);
+}
+
+/*
+ * Holders of the kind the last one out did not take: it must see them
+ * (step 1, "then the kinds we did not take are tested").  A flock-only
+ * leaver beside a POSIX reader, an OFD-only one beside flock(1) -s:
+ * each gets its own kind exclusively, and still leaves the file, whose
+ * other holder holds on.
+ */
+static const struct other_kind {
+	const char *name;
+	unsigned int flags;
+	bool flock1;		/* the other holder: flock(1) -s, else fcntl */
+} other_kinds[] = {
+	{ "flock-only leaver, POSIX reader", SH | PIDLOCK_FLOCK_ONLY, false },
+	{ "OFD-only leaver, flock(1) -s", SH | PIDLOCK_OFD_ONLY, true },
+};
+
+static int posix_holder(struct tu_child *c, void *arg);
+
+START_TEST(last_out_sees_other_kind)
+{
+	const struct other_kind *ok = &other_kinds[_i];
+	char *p = tu_path("a.lock");
+	struct pidlock *l = tu_new(p, ok->flags);
+	struct tu_child c;
+	ino_t ino;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ino = tu_ino(p);
+	if (ok->flock1) {
+		tu_flock1_hold(&c, p, true);
+	} else {
+		tu_spawn(&c, posix_holder, (void *)(long)F_RDLCK);
+		ck_assert_int_eq(tu_wait_signal(&c), 'L');
+	}
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(tu_exists(p) && tu_ino(p) == ino, "%s: the file was "
+		      "removed under its other holder", ok->name);
+	tu_tell(&c, '\n');
+	ck_assert_int_eq(tu_join(&c), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+/*
+ * A forked child that neither acquired nor refreshed is not the shared
+ * lock's owner: its release only closes its copy of the descriptor.  It
+ * shares the parent's open file description, so the leaver's steps would
+ * find it "alone" there, unlink the file and drop the parent's locks.
+ */
+TU_LOCK_TEST(forked_child_leaves_shared_hold, SH)
+{
+	pid_t pid;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(pidlock_release(l) == 0 ? 0 : 3);
+	ck_assert_int_eq(tu_reap(pid), 0);
+	ck_assert_msg(pidlock_verify(l) == 0, "the child's release took the "
+		      "parent's file");
+	assert_try(p, 0, -EWOULDBLOCK, "a writer beside the parent");
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert(!tu_exists(p));
+}
 
 /* ---- flock(1): -s and -x against our two modes, both ways ------------ */
 
@@ -586,6 +875,12 @@ int main(void)
 		{ leaver_names_a_staying_holder, 1 },
 		{ killed_holder_survivor_unlinks, 1 },
 		{ concurrent_leavers_one_unlinks, 1 },
+		{ leavers_kind_order,
+		  (int)(sizeof(order_cases) / sizeof(order_cases[0])) },
+		{ leaver_last_try_checks_inode, 1 },
+		{ last_out_sees_other_kind,
+		  (int)(sizeof(other_kinds) / sizeof(other_kinds[0])) },
+		{ forked_child_leaves_shared_hold, 1 },
 		{ flock1_shared_both_ways, 1 },
 		{ fcntl_read_write_both_ways, 1 },
 		{ with_lock_ex_excludes_shared, 1 },

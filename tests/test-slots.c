@@ -405,6 +405,49 @@ START_TEST(no_spin_waiting_for_slots)
 }
 END_TEST
 
+/*
+ * Rule "no spinning", the memo: a slot that looked free but whose try
+ * found it busy is not tried again until its file changes or the retry
+ * interval is over.  Here an empty slot file within the try's grace
+ * (rule C: maybe a spec-only writer between its create and its write):
+ * pidlock_inspect() finds it free (its own grace is shorter), the try
+ * opens it for writing and says busy, and that close is an event the
+ * waiter itself watches.  Tried on every round, the waiter would wake
+ * itself at once, again and again.  Counted: the closes after writing
+ * of the slot file during a 500 ms wait (retry interval 600 s): the
+ * first try's, and no other.
+ */
+START_TEST(busy_slot_not_tried_again)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	struct pidlock_slots *s = new_slots(1, NO_POLL_MS);
+	int ifd, closes = 0;
+	ssize_t n;
+
+	ck_assert_int_eq(pidlock_set_grace(pidlock_slots_lock(s, 0), 10000), 0);
+	tu_write(slot_file(0), "");
+	tu_set_mtime_ago(slot_file(0), 2);
+	ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	ck_assert_int_ge(ifd, 0);
+	/* The opens too: events that repeat the one before are merged. */
+	ck_assert_int_ge(inotify_add_watch(ifd, slot_file(0), IN_OPEN |
+					   IN_CLOSE_WRITE | IN_CLOSE_NOWRITE), 0);
+	ck_assert_int_eq(pidlock_slots_acquire(s, 500), -ETIMEDOUT);
+	while ((n = read(ifd, buf, sizeof(buf))) > 0) {
+		for (char *e = buf; e < buf + n;) {
+			const struct inotify_event *ev = (void *)e;
+
+			closes += ev->mask & IN_Q_OVERFLOW ? 1000 :
+				  !!(ev->mask & IN_CLOSE_WRITE);
+			e += sizeof(*ev) + ev->len;
+		}
+	}
+	close(ifd);
+	ck_assert_msg(closes == 1, "the busy slot was tried %d times", closes);
+	pidlock_slots_free(s);
+}
+END_TEST
+
 /* Rule "peers": a spec-only record and flock(1) on slot files keep
  * those slots busy, and the try changes neither file. */
 START_TEST(spec_peer_and_flock1_respected)
@@ -537,6 +580,7 @@ int main(void)
 		{ waiter_wakes_on_any_release, 2 },
 		{ sigkilled_holder_frees_slot, 2 },
 		{ no_spin_waiting_for_slots, 1 },
+		{ busy_slot_not_tried_again, 1 },
 		{ spec_peer_and_flock1_respected, 1 },
 		{ bad_slot_path_refused,
 		  (int)(sizeof(bad_slots) / sizeof(bad_slots[0])) },

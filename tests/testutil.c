@@ -365,6 +365,58 @@ void tu_posix_hold(struct tu_child *c, char *path)
 	ck_assert_int_eq(tu_wait_signal(c), 'L');
 }
 
+void tu_flock1_hold(struct tu_child *c, const char *path, bool shared)
+{
+	const char *bin = tu_flock_bin();
+
+	if (tu_fork(c) == 0) {
+		/* The command says it runs (flock(1) holds by then) and waits
+		 * for a line from the parent; both pipes become its stdio. */
+		if (dup2(c->from_parent, 0) < 0 || dup2(c->to_parent, 1) < 0)
+			_exit(2);
+		execl(bin, bin, "-n", shared ? "-s" : "-x", path, "sh", "-c",
+		      "echo L; read -r x", (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_msg(tu_wait_signal(c) == 'L', "flock(1) did not take %s",
+		      path);
+}
+
+bool tu_wait_in_poll(pid_t pid)
+{
+	char path[64], buf[128];
+	long nr;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	for (int i = 0; i < 20000; i++) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n;
+
+		/* No such file without the kernel's tracehook; refused
+		 * by ptrace restrictions (Yama). */
+		if (fd < 0 && (errno == ENOENT || errno == EACCES ||
+			       errno == EPERM))
+			return false;
+		ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n < 0 && (errno == EACCES || errno == EPERM))
+			return false;
+		buf[n > 0 ? n : 0] = '\0';
+		nr = strtol(buf, NULL, 10);
+		if (buf[0] >= '0' && buf[0] <= '9' &&
+#ifdef SYS_poll
+		    (nr == SYS_poll || nr == SYS_ppoll))
+#else
+		    nr == SYS_ppoll)
+#endif
+			return true;
+		usleep(1000);
+	}
+	ck_abort_msg("process %d never slept in poll(2)", (int)pid);
+	return false;
+}
+
 int tu_sh(const char *fmt, ...)
 {
 	char cmd[4096];

@@ -104,6 +104,16 @@ void tu_hold(struct tu_child *c, const char *path, unsigned int flags);
  * existing file at path (no flock), until told anything (tu_tell). */
 void tu_posix_hold(struct tu_child *c, char *path);
 
+/* A flock(1) process (`flock -n [-s] path`) that holds the lock until
+ * told '\n' (tu_tell), then exits 0; returns once flock(1) holds.
+ * tu_join() returns when flock(1) has let go (it waits for its command). */
+void tu_flock1_hold(struct tu_child *c, const char *path, bool shared);
+/* Waits until process pid sleeps in poll(2) (/proc/PID/syscall): a
+ * library wait between two tries, with nothing under way.  false if
+ * this kernel or its settings do not show it (the caller says it did
+ * not test). */
+bool tu_wait_in_poll(pid_t pid);
+
 /* Run a shell command; returns its exit status. */
 int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

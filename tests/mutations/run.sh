@@ -12,9 +12,10 @@
 # Environment:
 #   MUTATIONS        ids to run (default: all in the table)
 #   MUTATION_TESTS   test programs to run (default: the library's Check
-#                    suites, the unlink race and the fault tests); "all"
-#                    for the whole `make check`.  A mutation of a file
-#                    under python/ runs the Python suite instead
+#                    suites, the unlink race and the fault tests: every
+#                    program that an `expect:` line names a test of);
+#                    "all" for the whole `make check`.  A mutation of a
+#                    file under python/ runs the Python suite instead
 #                    (tests/python/run.sh, with the PYTHON of the
 #                    environment, else the one this tree was configured
 #                    with), unless "all".
@@ -32,7 +33,7 @@ default_tests="tests/test-content tests/test-lock tests/test-wait \
 tests/test-interop tests/test-rules tests/test-guards tests/test-shared \
 tests/test-hostile \
 tests/test-content-hostile tests/test-slots tests/torture/test-unlink-race \
-tests/fault/test-fault tests/test-fd"
+tests/fault/test-fault tests/test-fd tests/test-async"
 tests=${MUTATION_TESTS:-$default_tests}
 py_tests=tests/python/run.sh
 # The scratch tree's configure takes PYTHON from the environment; without
