@@ -120,7 +120,11 @@ static int process_start(pid_t pid, int64_t *start_ns)
 	ssize_t n = read_stat(pid, buf, sizeof(buf));
 	int r;
 
-	if (n == -ENOENT || n == -ESRCH)
+	/* Gone, unless kill(2) still finds it: /proc then hides it
+	 * (hidepid=2 answers ENOENT for other users' processes, and a /proc
+	 * of another pid namespace has no such entry), and its start is
+	 * unknown. */
+	if ((n == -ENOENT || n == -ESRCH) && !io_pid_alive(pid))
 		return 0;
 	if (n < 0)
 		return (int)n;

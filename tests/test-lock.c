@@ -359,6 +359,25 @@ static char proc_state(pid_t pid)
 	return p && p[1] ? p[2] : 0;
 }
 
+/* The command name of `pid`'s process; "" if unknown. */
+static const char *proc_comm(pid_t pid)
+{
+	static char buf[64];
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/comm", (long)pid);
+	buf[0] = '\0';
+	f = fopen(path, "re");
+	if (!f)
+		return buf;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return buf;
+}
+
 /*
  * Rule C, a live writer: a running daemon's pidfile (a bare pid, or a
  * pid= line and no timestamp) whose process started before the file was
@@ -461,6 +480,15 @@ TU_LOCK_TEST(pidfile_boot_and_self, 0)
 	ck_assert_int_eq(unlink(p), 0);
 	write_pidfile(p, false, getpid(), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	/* A kernel thread (kthreadd, pid 2 where it is visible) writes no
+	 * pidfile, however early it started. */
+	if (strcmp(proc_comm(2), "kthreadd") == 0) {
+		write_pidfile(p, false, 2, 0);
+		ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+		ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
+		ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	}
 }
 
 /* Rule C: an incomplete file older than the grace (a with-lock-ex or

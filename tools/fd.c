@@ -71,29 +71,23 @@ static const char *unusable_why(int fd)
 /* ---- who keeps the descriptor open -------------------------------- */
 
 /*
- * Is descriptor `theirs` of process pid our descriptor fd's open file
- * description?  kcmp(2) knows; where it is not built in (ENOSYS), the
- * same file (/proc/PID/fd/N) is the best answer left.  1, 0, or -errno
- * (EPERM: not ours to look at).
+ * Is descriptor `theirs` of process pid our fd's open file description?
+ * kcmp(2) knows.  Where it is not built in (ENOSYS), nothing else can
+ * tell a description from another open of the same file (a supervisor's,
+ * an `exec 8<FILE`), and naming such a process would leave a live pid in
+ * the record after the real keeper is gone: unknown (-ENOSYS), and the
+ * caller names the parent, as 1.2.0 did.  1, 0, or -errno (EPERM: not
+ * ours to look at).
  */
 static int same_description(pid_t pid, int theirs, int fd)
 {
-	char link[64];
-	struct stat a, b;
 	long r = syscall(SYS_kcmp, getpid(), pid, KCMP_FILE, fd, theirs);
 
 	if (r >= 0)
 		return r == 0;
 	if (errno == EBADF)
 		return 0;	/* no such descriptor there */
-	if (errno != ENOSYS)
-		return -errno;
-	text_set(link, sizeof(link), "/proc/%ld/fd/%d", (long)pid, theirs);
-	if (stat(link, &a) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (fstat(fd, &b) < 0)
-		return -errno;
-	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	return -errno;
 }
 
 /* Has process pid our fd's open file description open, as any of its

@@ -35,6 +35,25 @@ status_json daemon.pid
 	fail "--status --json: $(cat j)"
 pass "--status and --json: held-pidfile, exit 1"
 
+# /proc with hidepid=2 hides other users' processes (ENOENT) while
+# kill(2) finds them (EPERM): the start is unknown, and a live pid may be
+# the writer.  A reader that is nobody, in a mount namespace of its own.
+chmod 755 "$T"
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null &&
+	unshare -m sh -c 'mount -t proc -o hidepid=2 proc /proc' 2>/dev/null &&
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$PIDLOCK" --status "$T/daemon.pid" >/dev/null 2>&1; [ $? -eq 1 ]; then
+	unshare -m sh -c 'mount -t proc -o hidepid=2 proc /proc &&
+		exec setpriv --reuid=65534 --regid=65534 --clear-groups "$0" --status "$1"' \
+		"$PIDLOCK" "$T/daemon.pid" > out 2>&1
+	rc=$?
+	[ $rc -eq 1 ] && head -1 out | grep -q "held-pidfile" ||
+		fail "hidepid=2: exit $rc: $(cat out)"
+	pass "under hidepid=2 a live pid whose start is hidden may be the writer"
+else
+	echo "# not tested: hidepid=2 (needs root, unshare -m, setpriv, and a build tree that nobody may run)"
+fi
+
 # A reused pid: the same live process, but the file written before it
 # started (its mtime set back past the slack of 2 s).
 touch -d '-1 minute' daemon.pid
