@@ -51,6 +51,9 @@ class AsyncLock:
         # _pass_turn() sets to True (its turn) or a timer to False.
         self._taken = False
         self._holding = False
+        # The task whose turn it is: a turn that an interrupt left taken
+        # between two of these assignments is recognised and taken back.
+        self._turn_task: "Optional[asyncio.Task]" = None
         self._queue: Deque["asyncio.Future[bool]"] = collections.deque()
 
     @property
@@ -76,12 +79,17 @@ class AsyncLock:
         deadline = None if ms < 0 else time.monotonic() + ms / 1000
         lock = self._lock
         lock._live()
+        task = asyncio.current_task()
         turn = [False]
         try:
-            if self._taken:
+            if self._taken and not self._stale_turn(task):
                 await self._wait_turn(deadline, ms == 0, turn)
             else:
-                self._taken = turn[0] = True
+                # turn first: an interrupt between the two leaves a turn
+                # that _undo() passes on, never one that nobody has.
+                turn[0] = True
+                self._taken = True
+            self._turn_task = task
             await self._take(lock, ms, deadline)
             pid = os.getpid()
             lock._owner = pid
@@ -151,6 +159,16 @@ class AsyncLock:
                     self._queue.remove(given)
         raise Busy(self.path, _inspect_or_none(self.path), errno.ETIMEDOUT)
 
+    def _stale_turn(self, task: "Optional[asyncio.Task]") -> bool:
+        """Is the turn taken by nobody who can end it?  Its task has
+        ended, or it is this very task, which is not holding and so is
+        in no other acquire(): a KeyboardInterrupt (raised in whatever
+        task runs) cut its bookkeeping short."""
+        owner = self._turn_task
+        if owner is None or owner.done():
+            return True
+        return owner is task and not self._holding
+
     def _undo(self, turn: list) -> None:
         """After acquire() failed: a hold that it took and did not return
         is let go (pidlock_fd() tells whether the handle holds), a wait
@@ -176,6 +194,7 @@ class AsyncLock:
                 given.set_result(True)
                 return
         self._taken = False
+        self._turn_task = None
 
     def release(self) -> None:
         """Let go of the lock; the next waiting task gets its turn."""

@@ -173,6 +173,69 @@ def test_interrupt_at_each_library_call_leaves_no_hold(lockpath, kind, form, twi
     assert n > 2
 
 
+# --- AsyncLock's turns: an interrupt at every instruction ----------------
+@pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning")
+def test_interrupt_at_each_step_of_async_turns(lockpath):
+    """KeyboardInterrupt raised before each bytecode instruction of
+    AsyncLock.acquire(), release() and the turn helpers in turn (where a
+    signal handler's exception can land) leaves the lock free, the object
+    saying so, and the next acquire(timeout=0) taking it: no turn stays
+    taken by nobody."""
+    from pidlock import _async
+    names = {"acquire", "release", "_pass_turn", "_undo", "_stale_turn",
+             "__aenter__", "__aexit__"}
+    obj = pidlock.AsyncLock(lockpath)
+
+    async def once():
+        async with obj:
+            pass
+
+    n = 0
+    while True:
+        n += 1
+        seen = [0]
+
+        def tracer(frame, event, arg):
+            code = frame.f_code
+            if code.co_filename != _async.__file__ or code.co_name not in names:
+                return None
+            frame.f_trace_opcodes = True
+
+            def local(frame, event, arg):
+                if event == "opcode":
+                    seen[0] += 1
+                    if seen[0] == n:
+                        raise KeyboardInterrupt
+                return local
+            return local
+
+        loop = asyncio.new_event_loop()
+        raised = False
+        sys.settrace(tracer)
+        try:
+            loop.run_until_complete(once())
+        except KeyboardInterrupt:
+            raised = True
+        finally:
+            sys.settrace(None)
+        where = f"interrupted at instruction {n}"
+        try:
+            if obj.locked:
+                obj.release()
+            assert kernel_free(lockpath), where
+            try:
+                loop.run_until_complete(obj.acquire(timeout=0))
+            except pidlock.Busy as busy:
+                raise AssertionError(f"{where}: unusable: {busy!r}") from None
+            obj.release()
+            assert kernel_free(lockpath), where
+        finally:
+            loop.close()
+        if not raised:
+            break
+    assert n > 10
+
+
 # --- random: real SIGINTs at random moments, in a real process -------------
 CHILD = textwrap.dedent("""
     import asyncio, signal, sys
