@@ -459,6 +459,8 @@ def test_signal_during_wait_keeps_the_timeout(lockpath, kind):
                 lock.acquire(timeout=0.3)
             took = time.monotonic() - start
         assert exc.value.errno == errno.ETIMEDOUT
-        assert 0.3 <= took < 6, took
+        # The library counts whole milliseconds from a clock read that
+        # drops the fraction: its last wait may end up to 1 ms early.
+        assert 0.299 <= took < 6, took
     finally:
         holder.close()
