@@ -1042,6 +1042,15 @@ START_TEST(cancelled_call_completes)
 	int fds;
 	long ms;
 
+#if defined(__SANITIZE_ADDRESS__)
+	/* AddressSanitizer's own teardown of a cancelled thread reports a
+	 * stack-buffer-overflow in its sigaltstack interceptor and aborts
+	 * (gcc 12's libasan), whatever the thread ran: the other builds
+	 * of CI (gcc, clang, the O_TMPFILE fallback) run this test. */
+	(void)fprintf(stderr, "not tested under AddressSanitizer: "
+		      "cancelled_call_completes (%s)\n", cancel_names[_i]);
+	return;
+#endif
 	c.l = tu_new(p, 0);
 	fds = cancel_setup(&c, p, &h);
 	run_cancelled(&c);
