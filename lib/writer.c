@@ -114,7 +114,7 @@ static int parse_stat(const char *buf, char *state, unsigned long long *flags,
 static int process_start(pid_t pid, int64_t *start_ns)
 {
 	char buf[STAT_BUF], state;
-	unsigned long long flags, ticks;
+	unsigned long long flags = 0, ticks = 0;
 	long hz = sysconf(_SC_CLK_TCK);
 	int64_t boot;
 	ssize_t n = read_stat(pid, buf, sizeof(buf));

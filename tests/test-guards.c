@@ -1036,9 +1036,9 @@ static int cancel_setup(struct cancel_run *c, const char *p,
  */
 START_TEST(cancelled_call_completes)
 {
-	char *p = tu_path("a.lock");
-	struct cancel_run c = { .what = (enum cancel_call)_i, .fd = -1 };
+	struct cancel_run c = { .fd = -1 };
 	struct tu_child h;
+	char *p;
 	int fds;
 	long ms;
 
@@ -1051,6 +1051,8 @@ START_TEST(cancelled_call_completes)
 		      "cancelled_call_completes (%s)\n", cancel_names[_i]);
 	return;
 #endif
+	p = tu_path("a.lock");
+	c.what = (enum cancel_call)_i;
 	c.l = tu_new(p, 0);
 	fds = cancel_setup(&c, p, &h);
 	run_cancelled(&c);

@@ -409,6 +409,7 @@ static pid_t dotlockfile(const char *arg, ...)
 {
 	const char *argv[12] = { tu_peer("DOTLOCKFILE"), arg };
 	/* execv(2) takes char *const *, and never writes the strings. */
+	// cppcheck-suppress unusedStructMember
 	union { const char **c; char *const *v; } args = { argv };
 	va_list ap;
 	int n = 2;
@@ -442,7 +443,7 @@ START_TEST(dotlockfile_holder_excludes)
 	struct pidlock *l = tu_new(path, 0);
 	struct pidlock_info info;
 	char want[32], *before;
-	pid_t holder = dotlockfile("-p", "-r", "0", path, "sleep", "2", NULL);
+	pid_t holder = dotlockfile("-p", "-r", "0", path, "sleep", "2", (char *)NULL);
 	long t0 = tu_ms();
 
 	snprintf(want, sizeof(want), "%ld\n", (long)holder);
@@ -461,7 +462,7 @@ START_TEST(dotlockfile_holder_excludes)
 	ck_assert_int_eq(tu_reap(holder), 0);
 	/* Ours held: dotlockfile's one try gives up (L_MAXTRYS). */
 	ck_assert_int_eq(tu_reap(dotlockfile("-p", "-q", "-r", "0", path,
-					     NULL)), 4);
+					     (char *)NULL)), 4);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert(!tu_exists(path));
 	pidlock_free(l);

@@ -356,7 +356,9 @@ static char proc_state(pid_t pid)
 	p = fgets(buf, sizeof(buf), f);
 	fclose(f);
 	p = p ? strrchr(buf, ')') : NULL;
-	return p && p[1] ? p[2] : 0;
+	if (!p || !p[1])
+		return 0;
+	return p[2];
 }
 
 /* The command name of `pid`'s process; "" if unknown. */
@@ -390,14 +392,14 @@ TU_LOCK_TEST(live_pidfile_held, 0)
 {
 	struct pidlock_info info;
 
-	for (int pid_line = 0; pid_line <= 1; pid_line++) {
+	for (int with_key = 0; with_key <= 1; with_key++) {
 		struct tu_child c;
 		pid_t pid = pidfile_writer(&c);
 		char *before;
 		long t0;
 
 		tu_msleep(20);	/* the file is written after the start */
-		write_pidfile(p, pid_line, pid, 0);
+		write_pidfile(p, with_key, pid, 0);
 		before = tu_snapshot(p);
 		ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 		ck_assert_int_eq(pidlock_holder(l, &info), 0);

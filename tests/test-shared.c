@@ -274,7 +274,7 @@ END_TEST
  * makes its calls), or another handle of the library.  Disarmed, it is
  * the system call.
  */
-static struct {
+static struct flock_hook {
 	int op;
 	int nth;
 	bool after;
@@ -452,7 +452,7 @@ END_TEST
  * only the inode check says that the path is X's now.  Without it, L
  * would unlink X's file, and the next acquirer would hold beside X.
  */
-static struct {
+static struct leaver_turn {
 	struct pidlock *s, *x;
 	int s_rc, x_rc;
 } turn;

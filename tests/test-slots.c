@@ -437,7 +437,7 @@ START_TEST(busy_slot_not_tried_again)
 		for (char *e = buf; e < buf + n;) {
 			const struct inotify_event *ev = (void *)e;
 
-			closes += ev->mask & IN_Q_OVERFLOW ? 1000 :
+			closes += (ev->mask & IN_Q_OVERFLOW) ? 1000 :
 				  !!(ev->mask & IN_CLOSE_WRITE);
 			e += sizeof(*ev) + ev->len;
 		}
