@@ -981,7 +981,7 @@ static void ns_look(const char *path, struct ns_view *v)
 
 /* The reader: pid 1 of a new pid namespace, its /proc mounted there
  * (unshare -p -f --mount-proc).  Exits NS_SKIP where that is refused. */
-static void ns_reader(const char *path, int out)
+static void __attribute__((noreturn)) ns_reader(const char *path, int out)
 {
 	struct ns_view v;
 	pid_t inner;
@@ -1045,7 +1045,7 @@ enum ns_holder { NS_PIDLOCK, NS_FLOCK, NS_FLOCK_SHARED, NS_POSIX, NS_NONE,
 
 static void ns_hold(struct tu_child *c, enum ns_holder kind, char *p)
 {
-	static const int ex = LOCK_EX, sh = LOCK_SH;
+	static int ex = LOCK_EX, sh = LOCK_SH;
 
 	switch (kind) {
 	case NS_PIDLOCK:
@@ -1056,14 +1056,15 @@ static void ns_hold(struct tu_child *c, enum ns_holder kind, char *p)
 		/* As flock(1) leaves it: empty, past any grace period. */
 		tu_write(p, "");
 		tu_set_mtime_ago(p, 10);
-		tu_spawn(c, flock_hold_fn, (void *)(kind == NS_FLOCK ? &ex : &sh));
+		tu_spawn(c, flock_hold_fn, kind == NS_FLOCK ? &ex : &sh);
 		ck_assert_int_eq(tu_wait_signal(c), 'L');
 		break;
 	case NS_POSIX:
 		tu_write(p, "");
 		tu_posix_hold(c, p);
 		break;
-	default:
+	case NS_NONE:
+	case NS_NHOLDERS:
 		/* An empty file past its grace: free, and a probe is made. */
 		tu_write(p, "");
 		tu_set_mtime_ago(p, 10);
