@@ -1090,6 +1090,7 @@ START_TEST(pidns_hidden_holder)
 	struct ns_view v;
 	struct tu_child c;
 
+	ck_assert_int_lt(kind, NS_NHOLDERS);
 	ns_hold(&c, kind, p);
 	/* Here the list names the holder: the answer is not "hidden". */
 	ck_assert_int_eq(pidlock_inspect(p, &here, 0), 0);
