@@ -168,6 +168,7 @@ int io_write_record(struct pidlock *lock, int fd, pid_t pid, bool keep,
 		    size_t old_len);
 int64_t io_now_sec(void);
 int64_t io_now_ms(void);
+int64_t io_mtime_ns(const struct stat *st);
 int64_t io_grace_left_ms(const struct stat *st, unsigned int grace_ms);
 bool io_pid_alive(pid_t pid);
 void io_close_keep_errno(int fd);

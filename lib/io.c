@@ -154,6 +154,22 @@ int64_t io_now_sec(void)
 	return (int64_t)ts.tv_sec;
 }
 
+/* Clamped: a file system may store mtimes (a tmpfs: any 64-bit second
+ * count) that no nanosecond count holds.  Half the range, about 146
+ * years either way, leaves room for a margin added to it. */
+int64_t io_mtime_ns(const struct stat *st)
+{
+	const int64_t ns = 1000000000;
+	const int64_t max_sec = INT64_MAX / ns / 2;
+	int64_t sec = (int64_t)st->st_mtim.tv_sec;
+
+	if (sec > max_sec)
+		sec = max_sec;
+	if (sec < -max_sec)
+		sec = -max_sec;
+	return sec * ns + st->st_mtim.tv_nsec;
+}
+
 int64_t io_now_ms(void)
 {
 	struct timespec ts;

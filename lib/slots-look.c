@@ -35,11 +35,6 @@
  * waiters) are not watched. */
 #define SLOT_FILE_EVENTS (IN_CLOSE_WRITE | IN_DELETE_SELF | IN_DONT_FOLLOW)
 
-static int64_t mtime_ns(const struct stat *st)
-{
-	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-}
-
 /* Is an fcntl lock (OFD or POSIX, any process) held on the file? */
 static bool fcntl_locked(int fd)
 {
@@ -81,7 +76,7 @@ int slots_look(const char *path, struct slot_look *look)
 	look->state = SLOT_UNLOCKED;
 	look->dev = st.st_dev;
 	look->ino = st.st_ino;
-	look->mtime_ns = mtime_ns(&st);
+	look->mtime_ns = io_mtime_ns(&st);
 	fd = open(path, LOOK_OPEN);
 	if (fd < 0) {
 		if (errno == ENOENT)

@@ -142,11 +142,6 @@ static int process_start(pid_t pid, int64_t *start_ns)
 	return 1;
 }
 
-static int64_t mtime_ns(const struct stat *st)
-{
-	return (int64_t)st->st_mtim.tv_sec * NS_PER_SEC + st->st_mtim.tv_nsec;
-}
-
 /*
  * true: pid is a live process that may have written the file, so the
  * file is held (doc/protocol.md, rule C).  false: the pid is dead, or
@@ -168,10 +163,10 @@ bool writer_may_hold(pid_t pid, const struct stat *st)
 	/* Every process alive now started after the boot: implied below,
 	 * and the one test left where the start cannot be read. */
 	boot = boot_realtime_ns();
-	if (boot >= 0 && mtime_ns(st) < boot - slack)
+	if (boot >= 0 && io_mtime_ns(st) < boot - slack)
 		return false;
 	r = process_start(pid, &start);
 	if (r <= 0)
 		return r < 0;
-	return start <= mtime_ns(st) + slack;
+	return start <= io_mtime_ns(st) + slack;
 }

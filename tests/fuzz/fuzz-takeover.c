@@ -9,7 +9,8 @@
  *
  * Checked on every input: inspect succeeds and agrees with the rules
  * applied to the parsed content; acquire takes exactly what is free to
- * take (abandoned or stale) and then the file holds our record and
+ * take (abandoned or stale; not a pidfile whose live writer may hold
+ * it, such as "pid=1" written after boot) and then the file holds our record and
  * nothing of the old one; a busy acquire leaves the file byte for byte
  * as it was; no descriptor is left open; release removes only our file.
  */
@@ -180,7 +181,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pidlock_info info;
 	struct pidlock *lock;
 	struct content c;
-	bool old_enough, stale, take, is_lock, keep;
+	struct stat st;
+	bool old_enough, stale, take, is_lock, keep, pidfile, foreign;
+	pid_t writer;
 	int fds, was_alive, r;
 	size_t len;
 	char *back;
@@ -194,16 +197,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	data++;
 	size--;
 	write_file(data, size, mtime);
+	REQUIRE(lstat(path, &st) == 0);
 	fds = fd_count();
 
 	/* What the rules say, from what the library will read. */
 	content_parse((const char *)data,
 		      size < CONTENT_READ_MAX ? size : CONTENT_READ_MAX, &c);
 	is_lock = content_is_lock_file((const char *)data, size, (int64_t)size);
-	was_alive = alive(c.pid);
+	writer = c.pid ? c.pid : c.bare_pid;
+	was_alive = alive(writer);
 	stale = content_is_spec(&c) && t - c.timestamp > STALE_SEC &&
 		!was_alive;
-	take = c.marker || !content_is_spec(&c) || stale;
+	/* Rule C's live writer: a pidfile or dotlock naming a process that
+	 * started before the file was written.  Our own pid is the one
+	 * about to hold, so acquire takes it; inspect reports it held. */
+	pidfile = !c.marker && !content_is_spec(&c) && writer > 0 &&
+		  writer_may_hold(writer, &st);
+	foreign = pidfile && writer != getpid();
+	take = c.marker || (!content_is_spec(&c) && !foreign) || stale;
 	keep = (flags & PIDLOCK_KEEP_FILE) || (c.marker ? c.keep : c.empty);
 
 	REQUIRE(pidlock_inspect(path, &info, STALE_SEC) == 0);
@@ -225,10 +236,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		REQUIRE(fd_count() == fds);
 		return 0;
 	}
-	if (old_enough && alive(c.pid) == was_alive) {
+	if (old_enough && alive(writer) == was_alive) {
 		enum pidlock_state want = c.marker
 			? (c.released || c.exit_releases ? PIDLOCK_STATE_FREE
 							 : PIDLOCK_STATE_ABANDONED)
+			: pidfile ? PIDLOCK_STATE_HELD_PIDFILE
 			: !content_is_spec(&c)
 			? (c.empty ? PIDLOCK_STATE_FREE : PIDLOCK_STATE_ABANDONED)
 			: stale ? PIDLOCK_STATE_STALE : PIDLOCK_STATE_HELD_SPEC;
@@ -241,7 +253,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	REQUIRE(pidlock_set_grace(lock, 0) == 0);
 	REQUIRE(pidlock_set_stale_timeout(lock, STALE_SEC) == 0);
 	r = pidlock_acquire(lock, 0);
-	if (alive(c.pid) != was_alive) {
+	if (alive(writer) != was_alive) {
 		/* The pid came or went meanwhile: no verdict to check. */
 		pidlock_free(lock);
 		REQUIRE(fd_count() == fds);
@@ -250,7 +262,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!take) {
 		REQUIRE(r == -EWOULDBLOCK);
 		REQUIRE(pidlock_holder(lock, &info) == 0);
-		REQUIRE(info.state == PIDLOCK_STATE_HELD_SPEC);
+		REQUIRE(info.state == (foreign ? PIDLOCK_STATE_HELD_PIDFILE
+						: PIDLOCK_STATE_HELD_SPEC));
 		back = read_file(&len);
 		REQUIRE(len == size && memcmp(back, data, size) == 0);
 		pidlock_free(lock);
