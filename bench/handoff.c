@@ -246,8 +246,10 @@ static void from_peer(const struct bench_opts *o, FILE *csv)
 	printf("  %-44s %10.1f us\n", "with-lock-ex exits (our leftover)", kept);
 	printf("  %-44s %10.1f us\n", "with-lock-ex exits (fresh empty file)",
 	       fresh);
-	printf("  (the fresh case waits out the %u ms grace, counted from the "
-	       "file's mtime)\n", PIDLOCK_DEFAULT_GRACE_MS);
+	/* Rule C's grace (PIDLOCK_DEFAULT_GRACE_MS) is skipped: nobody
+	 * else has the file open once with-lock-ex has exited. */
+	printf("  (the fresh file is young, but nobody else has it open: no "
+	       "grace wait)\n");
 	if (csv)
 		fprintf(csv, "wle-leftover,%.2f,\nwle-fresh,%.2f,\n", kept, fresh);
 }

@@ -62,7 +62,7 @@ int existing_same_inode(const char *path, int fd, struct stat *st)
  * open(2) itself: O_NOFOLLOW refuses a symlink (ELOOP) even if one is
  * swapped in after the lstat, and O_RDWR a directory (EISDIR).
  * O_NONBLOCK keeps a FIFO swapped in late, or a lease (whose break an
- * open would otherwise wait for), from hanging us.
+ * open would otherwise wait for), from hanging us: lease_open().
  */
 static int open_existing(const char *path)
 {
@@ -74,10 +74,8 @@ static int open_existing(const char *path)
 	if (!S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode) &&
 	    !S_ISDIR(lst.st_mode))
 		return -EINVAL;
-	fd = open(path, OPEN_EXISTING);
-	if (fd >= 0)
-		return fd;
-	return errno == ENXIO ? -EINVAL : -errno;
+	fd = lease_open(path, OPEN_EXISTING);
+	return fd == -ENXIO ? -EINVAL : fd;
 }
 
 /*
@@ -210,6 +208,18 @@ static bool pidfile_held(struct pidlock *lock, const struct content *c,
 }
 
 /*
+ * A spec-only writer between its O_EXCL create and its write holds the
+ * file open.  Nobody else has it open (a write lease tells): no writer
+ * is in that window, and the grace has nothing to wait for.  Asked only
+ * within the grace, so an old file costs nothing.
+ */
+static bool nobody_writing(int fd, const struct stat *st,
+			   const struct pidlock *lock)
+{
+	return io_grace_left_ms(st, lock->grace_ms) > 0 && lease_alone(fd) == 1;
+}
+
+/*
  * The record is incomplete: it may be a spec-only peer between its
  * O_EXCL create and its write.  Watch for that write until the grace
  * period, counted from the file's mtime, is over; *c is then the
@@ -333,8 +343,9 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 		r = repair_links(lock, fd, &c, st);
 	if (r == 0 && !lock_file)
 		r = -EBADMSG;
-	/* Rule C: incomplete content waits out the grace, then is ours. */
-	if (r == 0 && incomplete(&c))
+	/* Rule C: incomplete content waits out the grace, then is ours;
+	 * at once if no other description is open, as a writer's is. */
+	if (r == 0 && incomplete(&c) && !nobody_writing(fd, st, lock))
 		r = wait_for_writer(lock, fd, st, &c, deadline);
 	if (r < 0)
 		return r;

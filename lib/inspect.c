@@ -47,9 +47,23 @@ bool inspect_spec_is_stale(const struct content *c, unsigned int stale_sec)
 	return age > (int64_t)stale_sec && !io_pid_alive(c->pid);
 }
 
+/*
+ * Rule C's window: incomplete content within the grace, on a file that
+ * somebody else has open (or of which no lease can tell).
+ */
+static bool writer_window(int fd, const struct content *c,
+			  const struct stat *st)
+{
+	if (c->marker || content_is_spec(c))
+		return false;
+	return io_grace_left_ms(st, PIDLOCK_DEFAULT_GRACE_MS) > 0 &&
+	       lease_alone(fd) != 1;
+}
+
 static enum pidlock_state classify(unsigned int kernel,
 				   const struct content *c,
-				   const struct stat *st, unsigned int stale_sec)
+				   const struct stat *st, bool writing,
+				   unsigned int stale_sec)
 {
 	if (kernel)
 		return PIDLOCK_STATE_HELD;
@@ -62,7 +76,7 @@ static enum pidlock_state classify(unsigned int kernel,
 			       ? PIDLOCK_STATE_STALE
 			       : PIDLOCK_STATE_HELD_SPEC;
 	/* Possibly a spec-only writer between create and write. */
-	if (io_grace_left_ms(st, PIDLOCK_DEFAULT_GRACE_MS) > 0)
+	if (writing)
 		return PIDLOCK_STATE_HELD_SPEC;
 	/* A running daemon's pidfile, a dotlock: held while its writer
 	 * lives (doc/protocol.md, rule C). */
@@ -214,6 +228,7 @@ static int inspect(const char *path, struct pidlock_info *info,
 	struct content c;
 	struct kernel_view kv;
 	struct stat st;
+	bool writing;
 	ssize_t n;
 	int fd, r;
 
@@ -229,15 +244,16 @@ static int inspect(const char *path, struct pidlock_info *info,
 	r = handle_check_type(st.st_mode);
 	if (r < 0)
 		return r;
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0 && errno == ENOENT)
+	fd = lease_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+				  O_NOCTTY);
+	if (fd == -ENOENT)
 		return 0;
 	/* A symlink swapped in after the lstat: the same answer as one
 	 * that was there before it. */
-	if (fd < 0 && errno == ELOOP)
+	if (fd == -ELOOP)
 		return -ELOOP;
 	if (fd < 0)
-		return unreadable(info, &st, errno);
+		return unreadable(info, &st, -fd);
 	if (fstat(fd, &st) < 0 || (r = handle_check_type(st.st_mode)) < 0) {
 		r = r < 0 ? r : -errno;
 		io_close_keep_errno(fd);
@@ -249,13 +265,14 @@ static int inspect(const char *path, struct pidlock_info *info,
 		return unreadable(info, &st, (int)-n);
 	}
 	kernel_locks(fd, &st, &kv);
-	io_close_keep_errno(fd);
 	content_parse(buf, (size_t)n, &c);
+	writing = !kv.kinds && writer_window(fd, &c, &st);
+	io_close_keep_errno(fd);
 	if (!content_is_lock_file(buf, (size_t)n, (int64_t)st.st_size))
 		state = PIDLOCK_STATE_NOT_LOCK_FILE;
 	else
-		state = classify(kv.kinds, &c, &st, stale_sec ? stale_sec
-						: PIDLOCK_DEFAULT_STALE_SEC);
+		state = classify(kv.kinds, &c, &st, writing,
+				 stale_sec ? stale_sec : PIDLOCK_DEFAULT_STALE_SEC);
 	inspect_fill_info(info, state, kv.kinds, &c, &st);
 	info->kernel_pid = kv.pid;
 	info->holders = kv.holders;
@@ -281,8 +298,8 @@ static uint32_t still_hidden(const struct pidlock *lock)
 {
 	struct kernel_view kv;
 	struct stat st;
-	int fd = open(lock->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-				  O_CLOEXEC | O_NOCTTY);
+	int fd = lease_open(lock->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+					O_CLOEXEC | O_NOCTTY);
 
 	if (fd < 0)
 		return 0;

@@ -173,6 +173,10 @@ int64_t io_grace_left_ms(const struct stat *st, unsigned int grace_ms);
 bool io_pid_alive(pid_t pid);
 void io_close_keep_errno(int fd);
 
+/* lease.c */
+int lease_alone(int fd);
+int lease_open(const char *path, int flags);
+
 /* handle.c */
 int handle_check_path(const char *path);
 int handle_check_type(mode_t mode);

@@ -77,7 +77,7 @@ int slots_look(const char *path, struct slot_look *look)
 	look->dev = st.st_dev;
 	look->ino = st.st_ino;
 	look->mtime_ns = io_mtime_ns(&st);
-	fd = open(path, LOOK_OPEN);
+	fd = lease_open(path, LOOK_OPEN);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			look->state = SLOT_ABSENT;

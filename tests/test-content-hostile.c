@@ -810,17 +810,22 @@ START_TEST(test_hostile_mtime)
 	const char *where = lockpath;
 	struct pidlock_info info;
 	struct pidlock *lock;
+	int writer;
 
 	tu_write_file(lockpath, "pid=12", 6, 0644);
 	/* A little ahead: maybe a writer with a fast clock.  Busy for a
-	 * try-once within a (long) grace period. */
+	 * try-once within a (long) grace period, while the file is open
+	 * as a writer's would be. */
 	tu_set_mtime(lockpath, now + 5);
+	writer = open(lockpath, O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(writer, 0);
 	ck_assert_int_eq(pidlock_new(&lock, lockpath, 0), 0);
 	ck_assert_int_eq(pidlock_set_grace(lock, PIDLOCK_GRACE_MAX_MS), 0);
 	ck_assert_int_eq(pidlock_acquire(lock, 0), -EWOULDBLOCK);
 	ck_assert_int_eq(pidlock_holder(lock, &info), 0);
 	ck_assert_int_eq(info.state, HELD_SPEC);
 	pidlock_free(lock);
+	ck_assert_int_eq(close(writer), 0);
 
 	far_mtime_case(lockpath, now + 3600);
 	far_mtime_case(lockpath, now - 3600);

@@ -314,14 +314,35 @@ TU_LOCK_TEST(unlock_fd_not_holder, 0)
 	close(fd);
 }
 
-/* Even a try waits out the grace of a young empty file: the caller's
- * own exec 9<>path made it a moment ago. */
+/* The caller's own exec 9<>path made a young empty file a moment ago.
+ * Its description is the only one open, so no writer is between create
+ * and write: a try takes it at once, as the path form does, instead of
+ * waiting out the grace (10 s here). */
 TU_LOCK_TEST(lock_fd_try_new_file, 0)
 {
 	int fd = open_rw(p);
+	long t0 = tu_ms();
 
+	ck_assert_int_eq(pidlock_set_grace(l, 10000), 0);
 	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), 0);
+	ck_assert_msg(tu_ms() - t0 < 5000, "the try waited out the grace");
 	ck_assert_int_eq(record_pid(p), getpid());
+	close(fd);
+}
+
+/* Another description open for writing on the young file: maybe a
+ * writer about to write.  Even a try waits out the grace, then takes it. */
+TU_LOCK_TEST(lock_fd_try_waits_for_writer, 0)
+{
+	int fd = open_rw(p), writer = open(p, O_WRONLY | O_CLOEXEC);
+	long t0 = tu_ms();
+
+	ck_assert_int_ge(writer, 0);
+	ck_assert_int_eq(pidlock_set_grace(l, 1000), 0);
+	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), 0);
+	ck_assert_int_ge(tu_ms() - t0, 500);
+	ck_assert_int_eq(record_pid(p), getpid());
+	close(writer);
 	close(fd);
 }
 
@@ -393,6 +414,7 @@ int main(void)
 		{ lock_fd_inode_check, 1 },
 		{ unlock_fd_not_holder, 1 },
 		{ lock_fd_try_new_file, 1 },
+		{ lock_fd_try_waits_for_writer, 1 },
 		{ lock_fd_not_lock_file, 1 },
 		{ lock_fd_refused, 1 },
 		{ NULL, 0 },

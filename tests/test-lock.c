@@ -495,10 +495,12 @@ TU_LOCK_TEST(pidfile_boot_and_self, 0)
 
 /* Rule C: an incomplete file older than the grace (a with-lock-ex or
  * flock(1) leftover, a libbsd bare pid) is taken at once; a fresh one
+ * that somebody has open (a writer between its create and its write)
  * only after the grace. */
 TU_LOCK_TEST(grace_then_takeover, 0)
 {
 	long t0;
+	int writer;
 
 	tu_write(p, "");
 	tu_set_mtime_ago(p, 5);
@@ -512,11 +514,14 @@ TU_LOCK_TEST(grace_then_takeover, 0)
 		snprintf(bare, sizeof(bare), "%ld\n", (long)tu_dead_pid());
 		tu_write(p, bare);
 	}
+	writer = open(p, O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(writer, 0);
 	ck_assert_int_eq(pidlock_set_grace(l, 300), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	t0 = tu_ms();
 	ck_assert_int_eq(pidlock_acquire(l, 5000), 0);
 	ck_assert_int_ge(tu_ms() - t0, 200);
+	ck_assert_int_eq(close(writer), 0);
 	ck_assert_int_eq(pidlock_set_grace(l, 10001), -EINVAL);
 }
 

@@ -46,13 +46,18 @@ static char signal_within(struct tu_child *c, int ms)
 
 /* ---- the final inode check ------------------------------------------ */
 
-/* A spec-only peer, as the spec says: remove, O_EXCL create, write. */
+/* A spec-only peer, as the spec says: remove, O_EXCL create, write.
+ * Until then it has the young file open, as its writer would: that is
+ * what keeps the acquirer in rule C's grace. */
 static int spec_replacer(struct tu_child *c, void *arg)
 {
 	const char *path = arg;
 	char rec[96];
 	int fd, n;
 
+	if (open(path, O_WRONLY | O_CLOEXEC) < 0)
+		return 1;
+	tu_signal(c, 'O');
 	tu_wait_parent(c);
 	usleep(300 * 1000);	/* the acquirer is in its grace wait */
 	if (unlink(path) < 0)
@@ -79,6 +84,7 @@ TU_LOCK_TEST(final_check_after_grace, 0)
 	tu_write(p, "");		/* young and empty: rule C's grace */
 	ck_assert_int_eq(pidlock_set_grace(l, 1500), 0);
 	tu_spawn(&c, spec_replacer, p);
+	ck_assert_int_eq(tu_wait_signal(&c), 'O');
 	tu_tell(&c, 'G');
 	r = pidlock_acquire(l, 2500);
 	ck_assert_int_eq(signal_within(&c, 0), 'P');
@@ -88,6 +94,120 @@ TU_LOCK_TEST(final_check_after_grace, 0)
 	ck_assert(strncmp(tu_read(p), want, strlen(want)) == 0);
 	tu_tell(&c, 'Q');
 	ck_assert_int_eq(tu_join(&c), 0);
+}
+
+/* ---- rule C's writer test ----------------------------------------------- */
+
+static enum pidlock_state inspected(const char *p)
+{
+	struct pidlock_info info;
+
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	return info.state;
+}
+
+/* Written, with an mtime that stays young for inspect's own 200 ms grace
+ * for over a second: the next whole second, set early in this one. */
+static void young(const char *p, const char *content)
+{
+	struct timespec ts;
+
+	tu_write(p, content);
+	do {
+		ck_assert_int_eq(clock_gettime(CLOCK_REALTIME, &ts), 0);
+		if (ts.tv_nsec >= 100000000)
+			tu_msleep(10);
+	} while (ts.tv_nsec >= 100000000);
+	tu_set_mtime(p, (int64_t)ts.tv_sec + 1);
+}
+
+/*
+ * Rule C's grace is for a writer between its O_EXCL create and its write,
+ * which has the file open.  `: > f`, a with-lock-ex or flock(1) that has
+ * exited, a dead pidfile writer: nobody has the young file open, so it
+ * is decided at once.  Opened for writing elsewhere, it waits out the
+ * grace; opened for reading elsewhere, the test has no answer and the
+ * grace holds too.
+ */
+TU_LOCK_TEST(young_file_nobody_has_open, 0)
+{
+	struct pidlock_info info;
+	char bare[32];
+	int other;
+
+	ck_assert_int_eq(pidlock_set_grace(l, 10000), 0);
+	young(p, "");
+	ck_assert_int_eq(inspected(p), PIDLOCK_STATE_FREE);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+
+	snprintf(bare, sizeof(bare), "%ld\n", (long)tu_dead_pid());
+	young(p, bare);
+	ck_assert_int_eq(inspected(p), PIDLOCK_STATE_ABANDONED);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+
+	for (int mode = O_WRONLY; mode >= O_RDONLY; mode--) {
+		young(p, "");
+		other = open(p, mode | O_CLOEXEC);
+		ck_assert_int_ge(other, 0);
+		ck_assert_int_eq(inspected(p), PIDLOCK_STATE_HELD_SPEC);
+		ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+		ck_assert_int_eq(pidlock_holder(l, &info), 0);
+		ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_SPEC);
+		ck_assert_int_eq(close(other), 0);
+		ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+		ck_assert_int_eq(pidlock_release(l), 0);
+	}
+}
+
+/* Holds a write lease on arg (any open breaks it) until its break is
+ * announced, then lets go at once, as a locker's writer test does. */
+static int lease_until_broken(struct tu_child *c, void *arg)
+{
+	sigset_t brk;
+	int fd = open(arg, O_RDONLY | O_CLOEXEC);
+
+	sigemptyset(&brk);
+	sigaddset(&brk, SIGUSR1);
+	if (fd < 0 || sigprocmask(SIG_BLOCK, &brk, NULL) < 0 ||
+	    fcntl(fd, F_SETSIG, SIGUSR1) < 0)
+		return 2;
+	if (fcntl(fd, F_SETLEASE, F_WRLCK) < 0)
+		return 3;
+	tu_signal(c, 'L');
+	if (sigwaitinfo(&brk, NULL) != SIGUSR1 ||
+	    fcntl(fd, F_SETLEASE, F_UNLCK) < 0)
+		return 4;
+	tu_wait_parent(c);
+	return 0;
+}
+
+/* The writer test holds a lease for a moment.  An open that meets it is
+ * retried until the lease is gone: a try on an abandoned record, and
+ * inspect, answer as if it had not been there. */
+TU_LOCK_TEST(lease_of_a_moment_is_waited_for, 0)
+{
+	struct tu_child c;
+
+	for (int round = 0; round < 2; round++) {
+		tu_write(p, "pid=1\ntimestamp=1\nlock=flock,ofd\n");
+		tu_spawn(&c, lease_until_broken, p);
+		if (tu_wait_signal(&c) != 'L') {
+			ck_assert_int_eq(tu_join(&c), 3);
+			fprintf(stderr, "lease_of_a_moment_is_waited_for: no "
+				"lease here, not tested\n");
+			return;
+		}
+		if (round == 0)
+			ck_assert_int_eq(inspected(p),
+					 PIDLOCK_STATE_ABANDONED);
+		else
+			ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+		tu_tell(&c, 'X');
+		ck_assert_int_eq(tu_join(&c), 0);
+	}
+	ck_assert_int_eq(pidlock_release(l), 0);
 }
 
 /* ---- release and forked sharers --------------------------------------- */
@@ -1132,6 +1252,8 @@ int main(void)
 {
 	const struct tu_case cases[] = {
 		{ final_check_after_grace, 1 },
+		{ young_file_nobody_has_open, 1 },
+		{ lease_of_a_moment_is_waited_for, 1 },
 		{ release_frees_forked_worker, 2 },
 		{ release_frees_descriptor_copy, 1 },
 		{ daemonize_close_then_release, 1 },

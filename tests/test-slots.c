@@ -408,8 +408,9 @@ END_TEST
 /*
  * Rule "no spinning", the memo: a slot that looked free but whose try
  * found it busy is not tried again until its file changes or the retry
- * interval is over.  Here an empty slot file within the try's grace
- * (rule C: maybe a spec-only writer between its create and its write):
+ * interval is over.  Here an empty slot file within the try's grace,
+ * open for writing elsewhere (rule C: maybe a spec-only writer between
+ * its create and its write):
  * pidlock_inspect() finds it free (its own grace is shorter), the try
  * opens it for writing and says busy, and that close is an event the
  * waiter itself watches.  Tried on every round, the waiter would wake
@@ -421,12 +422,14 @@ START_TEST(busy_slot_not_tried_again)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	struct pidlock_slots *s = new_slots(1, NO_POLL_MS);
-	int ifd, closes = 0;
+	int ifd, writer, closes = 0;
 	ssize_t n;
 
 	ck_assert_int_eq(pidlock_set_grace(pidlock_slots_lock(s, 0), 10000), 0);
 	tu_write(slot_file(0), "");
 	tu_set_mtime_ago(slot_file(0), 2);
+	writer = open(slot_file(0), O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(writer, 0);
 	ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	ck_assert_int_ge(ifd, 0);
 	/* The opens too: events that repeat the one before are merged. */
@@ -443,6 +446,7 @@ START_TEST(busy_slot_not_tried_again)
 		}
 	}
 	close(ifd);
+	ck_assert_int_eq(close(writer), 0);
 	ck_assert_msg(closes == 1, "the busy slot was tried %d times", closes);
 	pidlock_slots_free(s);
 }
