@@ -107,7 +107,8 @@ static int free_or_missing_dir(const char *path)
  * the lock it found is a read lock.  /proc/locks adds flock holders,
  * who holds what, and how many.  Where it cannot place the file
  * (unreadable, or btrfs's devices), or may leave its holder out (a pid
- * namespace that cannot see it, klock_list_partial()), a flock probe
+ * namespace that cannot see it, klock_list_partial(); a list read in
+ * pieces while locks came and went, klock_holders()), a flock probe
  * decides.  `hidden`: the kernel reports a lock that /proc/locks does
  * not list for us.
  */
@@ -167,13 +168,13 @@ static void probe_flock(int fd, const struct stat *st, int r,
 
 	if (fd < 0 || (kv->kinds & PIDLOCK_KIND_FLOCK))
 		return;
-	if (r == 0 && !h->elsewhere && !klock_list_partial())
+	if (r == 0 && !h->elsewhere && !h->torn && !klock_list_partial())
 		return;
 	if (klock_probe_flock_mode(fd, &shared) <= 0)
 		return;
 	kv->kinds |= PIDLOCK_KIND_FLOCK;
 	kv->shared |= shared;
-	if (r < 0 || h->elsewhere)
+	if (r < 0 || h->elsewhere || h->torn)
 		return;		/* the list cannot say: not known to be hidden */
 	if (listed(fd, st, kv, &again) == 0 &&
 	    !(again.kinds & PIDLOCK_KIND_FLOCK))

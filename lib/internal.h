@@ -146,6 +146,7 @@ struct klock_holders {
 	unsigned int kinds;	/* PIDLOCK_KIND_* listed */
 	bool shared;		/* a read lock among them */
 	bool elsewhere;		/* the inode number listed on another device */
+	bool torn;		/* read in pieces: a row may be missing */
 	unsigned int flock_rows;
 	unsigned int ofd_rows;
 	unsigned int npids;
@@ -172,6 +173,10 @@ int64_t io_mtime_ns(const struct stat *st);
 int64_t io_grace_left_ms(const struct stat *st, unsigned int grace_ms);
 bool io_pid_alive(pid_t pid);
 void io_close_keep_errno(int fd);
+
+/* proclocks.c: fn gets each line, without its newline; nonzero stops. */
+typedef int (*proclocks_fn)(char *line, void *arg);
+int proclocks_each(proclocks_fn fn, void *arg, bool *torn);
 
 /* lease.c */
 int lease_alone(int fd);

@@ -222,37 +222,90 @@ static unsigned int parse_row(const char *line, dev_t dev, ino_t ino,
 	return rw->kind;
 }
 
+struct holders_query {
+	dev_t dev;
+	ino_t ino;
+	bool any_dev;
+	struct klock_holders *h;
+};
+
+static int holders_row(char *line, void *arg)
+{
+	struct holders_query *q = arg;
+	struct klock_holders *h = q->h;
+	struct row rw;
+	unsigned int kind = parse_row(line, q->dev, q->ino, q->any_dev, &rw);
+
+	h->elsewhere |= rw.elsewhere;
+	if (!kind)
+		return 0;
+	h->kinds |= kind;
+	h->shared |= rw.read;
+	if (kind == PIDLOCK_KIND_FLOCK)
+		h->flock_rows++;
+	else
+		h->ofd_rows++;
+	if (rw.pid > 0 && h->npids < KLOCK_PIDS_MAX)
+		h->pids[h->npids++] = rw.pid;
+	return 0;
+}
+
+static void add_pid(struct klock_holders *h, pid_t pid)
+{
+	for (unsigned int i = 0; i < h->npids; i++)
+		if (h->pids[i] == pid)
+			return;
+	if (h->npids < KLOCK_PIDS_MAX)
+		h->pids[h->npids++] = pid;
+}
+
+/* What either of two readings of a torn list shows: a lock it lists
+ * was held while it was read. */
+static void merge_holders(struct klock_holders *h,
+			  const struct klock_holders *more)
+{
+	h->kinds |= more->kinds;
+	h->shared |= more->shared;
+	h->elsewhere |= more->elsewhere;
+	if (more->flock_rows > h->flock_rows)
+		h->flock_rows = more->flock_rows;
+	if (more->ofd_rows > h->ofd_rows)
+		h->ofd_rows = more->ofd_rows;
+	for (unsigned int i = 0; i < more->npids; i++)
+		add_pid(h, more->pids[i]);
+}
+
 /*
  * Every lock the kernel lists on dev/ino: the kinds, whether any is a
  * read (shared) lock, the rows of each family, and the pids it names
  * (flock rows name the process that took the lock; OFD rows say -1).
+ * A list too long for one read is read again, and what any reading
+ * lists counts: up to TORN_READS readings, or TORN_ENOUGH once a row of
+ * the file is found.  h->torn says that a row may still be missing (a
+ * reading skips a given row about one time in five under heavy churn).
  */
+#define TORN_READS 8
+#define TORN_ENOUGH 3
+
 int klock_holders(dev_t dev, ino_t ino, bool any_dev, struct klock_holders *h)
 {
-	char line[256];
-	FILE *f = fopen("/proc/locks", "re");
+	struct klock_holders more;
+	struct holders_query q = { dev, ino, any_dev, h };
+	bool torn;
+	int r;
 
 	memset(h, 0, sizeof(*h));
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		struct row rw;
-		unsigned int kind = parse_row(line, dev, ino, any_dev, &rw);
-
-		h->elsewhere |= rw.elsewhere;
-		if (!kind)
-			continue;
-		h->kinds |= kind;
-		h->shared |= rw.read;
-		if (kind == PIDLOCK_KIND_FLOCK)
-			h->flock_rows++;
-		else
-			h->ofd_rows++;
-		if (rw.pid > 0 && h->npids < KLOCK_PIDS_MAX)
-			h->pids[h->npids++] = rw.pid;
+	r = proclocks_each(holders_row, &q, &torn);
+	for (int i = 1; r == 0 && torn && i < TORN_READS; i++) {
+		if (i >= TORN_ENOUGH && (h->flock_rows || h->ofd_rows))
+			break;
+		memset(&more, 0, sizeof(more));
+		q.h = &more;
+		r = proclocks_each(holders_row, &q, &torn);
+		merge_holders(h, &more);
 	}
-	(void)fclose(f);	/* read-only: nothing to flush */
-	return 0;
+	h->torn = torn;
+	return r;
 }
 
 /* "mnt_id:\t42" in /proc/self/fdinfo/FD; -1 if not there. */
@@ -338,27 +391,35 @@ dev_t klock_listed_dev(struct pidlock *lock, int fd, dev_t st_dev)
  * after the lock they wait for.  A shared acquirer that sees one backs
  * off, so that a steady stream of readers cannot keep it out for good.
  */
+struct waiter_query {
+	dev_t dev;
+	ino_t ino;
+	bool found;
+};
+
+static int waiter_row(char *line, void *arg)
+{
+	struct waiter_query *q = arg;
+	char access[16];
+	unsigned int maj, min;
+	unsigned long long lino;
+
+	q->found = sscanf(line, "%*d: -> %*s %*s %15s %*d %x:%x:%llu", access,
+			  &maj, &min, &lino) == 4 &&
+		   strcmp(access, "WRITE") == 0 &&
+		   lino == (unsigned long long)q->ino &&
+		   maj == major(q->dev) && min == minor(q->dev);
+	return q->found;
+}
+
+/* A torn list may miss a waiter: the shared acquirer then goes ahead
+ * once, as it would have a moment before the writer came. */
 bool klock_writer_waits(dev_t dev, ino_t ino)
 {
-	char line[256];
-	FILE *f = fopen("/proc/locks", "re");
-	bool found = false;
+	struct waiter_query q = { dev, ino, false };
+	bool torn;
 
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char access[16];
-		unsigned int maj, min;
-		unsigned long long lino;
-
-		found = sscanf(line, "%*d: -> %*s %*s %15s %*d %x:%x:%llu",
-			       access, &maj, &min, &lino) == 4 &&
-			strcmp(access, "WRITE") == 0 &&
-			lino == (unsigned long long)ino && maj == major(dev) &&
-			min == minor(dev);
-	}
-	(void)fclose(f);	/* read-only: nothing to flush */
-	return found;
+	return proclocks_each(waiter_row, &q, &torn) == 0 && q.found;
 }
 
 /*

@@ -210,6 +210,108 @@ TU_LOCK_TEST(lease_of_a_moment_is_waited_for, 0)
 	ck_assert_int_eq(pidlock_release(l), 0);
 }
 
+/* ---- /proc/locks read in pieces --------------------------------------- */
+
+#define LONG_LIST_FILES 150
+#define CHURN_FILES 40
+#define LIST_LOOKS 1500
+
+static void on_cpu(int cpu)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+}
+
+/* Takes and drops OFD locks on its own files, as fast as it can, until
+ * killed: rows come and go at the head of CPU 1's list. */
+static int churn_locks(struct tu_child *c, void *arg)
+{
+	struct flock wr = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct flock un = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
+	int fds[CHURN_FILES];
+
+	(void)arg;
+	for (int i = 0; i < CHURN_FILES; i++) {
+		char name[PATH_MAX];
+
+		snprintf(name, sizeof(name), "%s/churn.%d", tu_dir(), i);
+		fds[i] = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (fds[i] < 0)
+			return 2;
+	}
+	tu_signal(c, 'C');
+	/* All taken, then all dropped: the rows after them shift by many. */
+	for (;;) {
+		for (int i = 0; i < CHURN_FILES; i++)
+			if (fcntl(fds[i], F_OFD_SETLK, &wr) < 0)
+				return 3;
+		for (int i = 0; i < CHURN_FILES; i++)
+			if (fcntl(fds[i], F_OFD_SETLK, &un) < 0)
+				return 3;
+	}
+}
+
+/*
+ * The kernel prints /proc/locks a page at a time and lets go of the
+ * list between reads: with locks coming and going, a row can be skipped.
+ * A flock(2) holder's row missing from a long list must not make
+ * inspect report its lock free: every look sees it held, and by whom.
+ */
+TU_LOCK_TEST(long_lock_list_read_in_pieces, 0)
+{
+	struct flock wr = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int fds[LONG_LIST_FILES], holder, missed = 0, nameless = 0;
+	struct pidlock_info info;
+	struct tu_child c;
+	cpu_set_t all;
+
+	(void)l;
+	/* The kernel keeps a list per CPU, newest first.  The holder's row
+	 * and the churn go to CPU 1's list, the churn's rows ahead of the
+	 * holder's, while the looks run on CPU 0, at the same time. */
+	CPU_ZERO(&all);
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(all), &all), 0);
+	if (CPU_COUNT(&all) < 2 || !CPU_ISSET(0, &all) || !CPU_ISSET(1, &all)) {
+		fprintf(stderr, "long_lock_list_read_in_pieces: needs CPUs 0 "
+			"and 1, not tested\n");
+		return;
+	}
+	on_cpu(1);
+	tu_write(p, "");
+	tu_set_mtime_ago(p, 60);
+	holder = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(holder, 0);
+	ck_assert_int_eq(flock(holder, LOCK_EX), 0);
+	for (int i = 0; i < LONG_LIST_FILES; i++) {
+		char name[PATH_MAX];
+
+		snprintf(name, sizeof(name), "%s/long.%d", tu_dir(), i);
+		fds[i] = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		ck_assert_int_ge(fds[i], 0);
+		ck_assert_int_eq(fcntl(fds[i], F_OFD_SETLK, &wr), 0);
+	}
+	tu_spawn(&c, churn_locks, NULL);
+	ck_assert_int_eq(tu_wait_signal(&c), 'C');
+	on_cpu(0);
+	for (int i = 0; i < LIST_LOOKS; i++) {
+		ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+		missed += !(info.kernel_locks & PIDLOCK_KIND_FLOCK);
+		nameless += info.kernel_pid != getpid();
+	}
+	tu_kill(&c);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(all), &all), 0);
+	for (int i = 0; i < LONG_LIST_FILES; i++)
+		close(fds[i]);
+	close(holder);
+	ck_assert_msg(missed == 0, "%d of %d looks found the flock free",
+		      missed, LIST_LOOKS);
+	ck_assert_msg(nameless == 0, "%d of %d looks did not name the holder",
+		      nameless, LIST_LOOKS);
+}
+
 /* ---- release and forked sharers --------------------------------------- */
 
 /* Says `ready`, releases when told 'R', says 'F' and waits to be let go:
@@ -1254,6 +1356,7 @@ int main(void)
 		{ final_check_after_grace, 1 },
 		{ young_file_nobody_has_open, 1 },
 		{ lease_of_a_moment_is_waited_for, 1 },
+		{ long_lock_list_read_in_pieces, 1 },
 		{ release_frees_forked_worker, 2 },
 		{ release_frees_descriptor_copy, 1 },
 		{ daemonize_close_then_release, 1 },
