@@ -240,6 +240,7 @@ void leftover_sweep(const struct pidlock *lock);
  * start may fall and still count as that of its writer. */
 #define WRITER_SLACK_SEC 2
 bool writer_may_hold(pid_t pid, const struct stat *st);
+bool writer_running(pid_t pid);
 
 /* inspect.c */
 bool inspect_spec_is_stale(const struct content *c, unsigned int stale_sec);

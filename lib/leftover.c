@@ -38,7 +38,7 @@ static pid_t creator_of(const char *name)
 
 /*
  * A live creator may be between its open and its lock: its pid being
- * gone is what makes the file litter.  The locks then catch a file that
+ * gone, or a zombie's, is what makes the file litter.  The locks then catch a file that
  * somebody (a crashed link publisher's successor) still holds, and the
  * second lookup a name that now belongs to another file.
  */
@@ -49,7 +49,7 @@ static void sweep_one(int dfd, const char *name)
 	pid_t pid = creator_of(name);
 	int fd;
 
-	if (!pid || io_pid_alive(pid))
+	if (!pid || writer_running(pid))
 		return;
 	/* Never open what is not a plain file: a device has side effects. */
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||

@@ -143,6 +143,18 @@ static int process_start(pid_t pid, int64_t *start_ns)
 }
 
 /*
+ * Can pid still act?  A zombie has exited and only waits for its parent
+ * (an orphan's reaper may take its time): it will never write, lock or
+ * publish.  Unknown (/proc hides it) counts as running.
+ */
+bool writer_running(pid_t pid)
+{
+	int64_t start;
+
+	return pid > 0 && process_start(pid, &start) != 0;
+}
+
+/*
  * true: pid is a live process that may have written the file, so the
  * file is held (doc/protocol.md, rule C).  false: the pid is dead, or
  * its process started after the file was last written (a reused pid),

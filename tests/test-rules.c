@@ -1111,10 +1111,20 @@ static int hold_flock(struct tu_child *c, void *arg)
  * locked, stays. */
 START_TEST(dead_temp_files_swept)
 {
-	char dead[PATH_MAX], live[PATH_MAX], held[PATH_MAX];
-	pid_t gone = tu_dead_pid();
+	char dead[PATH_MAX], live[PATH_MAX], held[PATH_MAX], zombie[PATH_MAX];
+	pid_t gone = tu_dead_pid(), unreaped = fork();
 	struct pidlock *l;
 	struct tu_child c;
+
+	/* A creator killed a moment ago whose reaper has not come yet. */
+	ck_assert_int_ge(unreaped, 0);
+	if (unreaped == 0)
+		_exit(0);
+	ck_assert_int_eq(waitid(P_PID, (id_t)unreaped, NULL, WEXITED | WNOWAIT),
+			 0);
+	snprintf(zombie, sizeof(zombie), "%s/" PIDLOCK_TMP_PREFIX "%ld-0-4",
+		 tu_dir(), (long)unreaped);
+	tu_write(zombie, "");
 
 	snprintf(dead, sizeof(dead), "%s/" PIDLOCK_TMP_PREFIX "%ld-0-1",
 		 tu_dir(), (long)gone);
@@ -1130,8 +1140,10 @@ START_TEST(dead_temp_files_swept)
 	l = tu_new(tu_path("a.lock"), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert(!tu_exists(dead));
+	ck_assert_msg(!tu_exists(zombie), "a zombie's temp file was kept");
 	ck_assert(tu_exists(live));
 	ck_assert(tu_exists(held));
+	ck_assert_int_eq(tu_reap(unreaped), 0);
 	tu_tell(&c, 'X');
 	ck_assert_int_eq(tu_join(&c), 0);
 	pidlock_free(l);
