@@ -250,6 +250,21 @@ both 65 0 "-x -n 87, 87 not open" -- -x -n 87
 both 65 0 "-u 87, 87 not open" -- -u 87
 same_or_ours "$FLOCK_FD" 65 0 "--fd 87 touch ran, 87 not open" -- --fd 87 touch ran
 
+# A descriptor above 1023, which bash opens where the limit of open files
+# allows it, as flock(1) takes it.
+(
+	ulimit -n 4096 2>/dev/null || exit 77
+	exec 2000<>big.lock || exit 78
+	"$PIDLOCK" -n 2000 || exit 1
+	"$FLOCK" -n big.lock true && exit 2
+	exit 0
+)
+case $? in
+0) pass "pidlock -n 2000 locks descriptor 2000" ;;
+77) pass "descriptor 2000: not checked, the limit of open files stays below" ;;
+*) fail "pidlock -n 2000 did not lock descriptor 2000" ;;
+esac
+
 # --- flock/close: --fd FD --command, with and without --close ----------------
 exec 10<>c.lock
 for prog in "$FLOCK" "$PIDLOCK"; do
