@@ -36,6 +36,7 @@ struct opts {
 	unsigned int stale_sec;	/* 0: the library's default */
 	int timeout_ms;		/* <0 wait forever, 0 try once */
 	bool timeout_set;
+	bool nonblock;		/* -n, which wins over -w */
 	int conflict_code;
 	bool quiet;
 	bool close_fd;
@@ -49,8 +50,10 @@ struct opts {
 	int nfiles;
 	const char *lockfile;	/* run mode */
 	int fd;			/* MODE_FD, MODE_UNLOCK: the descriptor */
+	bool fd_command;	/* MODE_FD with --fd: then run cmd */
 	pid_t fd_pid;		/* MODE_FD: the process the record names */
-	char **cmd;		/* run mode: NULL-terminated argv */
+	const char *shell_cmd;	/* -c before the operands (--fd) */
+	char **cmd;		/* run mode, --fd: NULL-terminated argv */
 };
 
 /* options.c: 0 run with *o; 1 done (--help, --version); -code: exit. */
@@ -58,6 +61,7 @@ int parse_options(int argc, char **argv, struct opts *o);
 
 /* run.c */
 int cmd_run(const struct opts *o);
+int run_fd_command(const struct opts *o);
 int acquire_lock(const struct opts *o, struct pidlock *lock, int timeout_ms,
 		 const char *refused);
 

@@ -172,9 +172,12 @@ static int prepare(const struct opts *o, char *path, size_t size,
 	const char *why = unusable_why(o->fd);
 	int r;
 
+	/* A descriptor that is not open: 65, the status flock(1) gives it
+	 * (its flock(2) fails with EBADF), so that a script that tells it
+	 * apart still can.  The other refusals are usage errors. */
 	if (why) {
 		warn_msg("descriptor %d %s", o->fd, why);
-		return EX_USAGE;
+		return fcntl(o->fd, F_GETFD) < 0 ? EX_DATAERR : EX_USAGE;
 	}
 	r = fd_path(o->fd, path, size);
 	if (r < 0) {
@@ -239,7 +242,7 @@ int cmd_fd(const struct opts *o)
 	if (o->verbose)
 		warn_file(path, "locked through descriptor %d of process %ld",
 			  o->fd, (long)mine.fd_pid);
-	return 0;
+	return o->fd_command ? run_fd_command(o) : 0;
 }
 
 int cmd_unlock(const struct opts *o)

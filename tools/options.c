@@ -27,7 +27,7 @@ enum {
 	OPT_FLOCK_ONLY,
 	OPT_FCNTL_ONLY,
 	OPT_STALE,
-	OPT_EXEC,
+	OPT_FD,
 	OPT_STATUS,
 	OPT_JSON,
 	OPT_LIST,
@@ -56,6 +56,7 @@ enum kind {
 	SET_FLAG,	/* `value` into opts.flags */
 	SET_MODE,	/* `value` is the mode */
 	SET_BY_CALL,	/* call() checks and stores its argument */
+	IS_ALIAS,	/* another name of the first entry with its key */
 };
 
 struct optdef {
@@ -76,13 +77,17 @@ struct optdef {
 "Run a command while holding a lock file, or inspect and clean up lock files.\n" \
 "\n" \
 "Options for running a command:\n" \
-" -n, --nonblock               fail at once if the lock is busy\n" \
-" -w, --timeout SECONDS        wait at most SECONDS (fractions allowed)\n" \
+" -n, --nonblock               fail at once if the lock is busy (also\n" \
+"                              --nonblocking, --nb); it wins over -w\n" \
+" -w, --timeout SECONDS        wait at most SECONDS (fractions allowed; also\n" \
+"                              --wait)\n" \
 " -E, --conflict-exit-code N   exit with N when the lock is busy (default 1)\n" \
 " -q, --quiet-conflict         exit 0 without a word when the lock is busy\n" \
 " -s, --shared                 take a shared lock: shared holders hold it\n" \
 "                              together, an exclusive one keeps them out\n" \
 " -x, -e, --exclusive          take an exclusive lock (the default)\n" \
+" -c, --command 'COMMAND'      after LOCKFILE (with --fd, before): run\n" \
+"                              /bin/sh -c 'COMMAND'\n" \
 "     --tag TEXT               write TEXT into the lock file\n" \
 "     --plain-pid              write the bare pid as the first line\n" \
 "     --no-sync                do not sync the lock file to disk\n" \
@@ -90,10 +95,10 @@ struct optdef {
 "     --mode OCTAL             mode of a new lock file (default 0644; 0600\n" \
 "                              keeps other users from blocking it)\n" \
 "     --flock-only             take only the flock(2) lock\n" \
-"     --fcntl-only             take only the fcntl(2) lock\n" \
+"     --fcntl-only, --fcntl    take only the fcntl(2) lock\n" \
 "     --stale SECONDS          stale timeout for spec-only holders (default %u)\n" \
 " -o, --close                  do not pass the lock descriptor to the command\n" \
-"     --exec                   run the command in place of pidlock, no fork\n" \
+" -F, --exec, --no-fork        run the command in place of pidlock, no fork\n" \
 "     --slots N                a semaphore: hold one of N slots, LOCKFILE.0 to\n" \
 "                              LOCKFILE.N-1; PIDLOCK_SLOT tells the command which\n" \
 " -v, --verbose                tell when waiting, for whom, and when locked\n" \
@@ -106,9 +111,11 @@ struct optdef {
 "     --remove                 delete each LOCKFILE if nobody holds it\n" \
 "\n" \
 "Locking a descriptor the shell opened (exec 9<>FILE), as flock(1) FD:\n" \
-"     FD                       lock it (-n, -w as above); the lock file names\n" \
-"                              the shell, and the lock lasts while the shell\n" \
-"                              keeps FD open\n" \
+"     FD                       lock it (-n, -w, -x as above; not -s); the lock\n" \
+"                              file names the shell, and the lock lasts while\n" \
+"                              the shell keeps FD open\n" \
+"     --fd FD COMMAND [ARG...] lock it, then run COMMAND (-c 'SHELL COMMAND'\n" \
+"                              too); the lock stays with FD afterwards\n" \
 " -u, --unlock FD              release it\n" \
 "\n" \
 " -h, --help                   show this help and exit\n" \
@@ -117,9 +124,9 @@ struct optdef {
 "Exit status: the command's, or 128+N if signal N killed it; 1 (or -E N) if\n" \
 "the lock is busy; --status: 0 free, 1 held, 2 abandoned or stale;\n" \
 "64 usage (or FD not open for reading and writing), 65 not a lock file\n" \
-"(nothing changed), 66 unusable lock file, 69 command cannot run, 71 system\n" \
-"error, 75 FD's file is no longer at its path (open it again), 77 permission\n" \
-"denied.\n" \
+"(nothing changed) or FD not open, 66 unusable lock file, 69 command cannot\n" \
+"run, 71 system error, 75 FD's file is no longer at its path (open it\n" \
+"again), 77 permission denied.\n" \
 "See pidlock(1).\n"
 
 static void usage(void)
@@ -131,6 +138,8 @@ static void usage(void)
 		"--list [--json] DIRECTORY",
 		"--remove LOCKFILE...",
 		"[-n | -w SECONDS] FD",
+		"[options] --fd FD COMMAND [ARG...]",
+		"[options] --fd FD -c 'SHELL COMMAND'",
 		"-u FD",
 	};
 
@@ -200,11 +209,12 @@ static int parse_mode(const char *s, unsigned int *out)
 	return 0;
 }
 
+/* -n wins over -w whichever comes first, as in flock(1): see
+ * parse_options(). */
 static int set_nonblock(struct opts *o, const char *arg)
 {
 	(void)arg;
-	o->timeout_ms = 0;
-	o->timeout_set = true;
+	o->nonblock = true;
 	return 0;
 }
 
@@ -299,13 +309,27 @@ static int show_version(struct opts *o, const char *arg)
 	return 1;
 }
 
-/* -c before LOCKFILE: the shell command form, in the wrong place. */
-static int misplaced_c(struct opts *o, const char *arg)
+/* -c before the operands: the command of --fd FD -c 'COMMAND'; with a
+ * LOCKFILE it goes after it (parse_command() says so). */
+static int set_command(struct opts *o, const char *arg)
 {
-	(void)o;
-	(void)arg;
-	return usage_error("%s goes after LOCKFILE: pidlock LOCKFILE -c 'COMMAND'",
-			   "-c");
+	o->shell_cmd = arg;
+	return 0;
+}
+
+static int parse_fd(const char *s);
+
+/* --fd FD: lock the shell's descriptor, then run a command (flock(1)
+ * --fd); the mode is decided once all options are read. */
+static int set_fd(struct opts *o, const char *arg)
+{
+	o->fd = parse_fd(arg);
+	if (o->fd < 0)
+		return usage_error("invalid descriptor '%s' (a number from 0 "
+				   "to %d, such as 9 after exec 9<>FILE)", arg,
+				   INT_MAX);
+	o->fd_command = true;
+	return 0;
 }
 
 #define BOOL(name, key, member, modes) { name, key, no_argument, \
@@ -316,24 +340,33 @@ static int misplaced_c(struct opts *o, const char *arg)
 	{ name, key, no_argument, SET_MODE, mode, 0, NULL, M_ALL }
 #define CALL(name, key, has_arg, fn, modes) \
 	{ name, key, has_arg, SET_BY_CALL, 0, 0, fn, modes }
+/* A long name flock(1) spells differently: it acts as the entry before
+ * it with the same key, whose name the messages use. */
+#define ALIAS(name, key, has_arg) \
+	{ name, key, has_arg, IS_ALIAS, 0, 0, NULL, 0 }
 
 /*
  * Every option: how it is spelled, what it sets, and with which modes it
  * may be used.  The order is getopt_long's, which names the candidates
- * of an ambiguous abbreviation in it.
+ * of an ambiguous abbreviation in it.  -o and -F with a descriptor act
+ * on the command of --fd, and -s with a descriptor is refused: see
+ * check_combinations().
  */
 static const struct optdef options[] = {
 	CALL("nonblock", 'n', no_argument, set_nonblock,
 	     M_RUN | M_REMOVE | M_FD),
+	ALIAS("nonblocking", 'n', no_argument),
+	ALIAS("nb", 'n', no_argument),
 	CALL("timeout", 'w', required_argument, set_timeout,
 	     M_RUN | M_REMOVE | M_FD),
+	ALIAS("wait", 'w', required_argument),
 	CALL("conflict-exit-code", 'E', required_argument, set_conflict_code,
 	     M_RUN | M_REMOVE | M_FD | M_UNLOCK),
 	BOOL("quiet-conflict", 'q', quiet, M_RUN | M_REMOVE),
-	CALL("shared", 's', no_argument, set_shared, M_RUN),
-	CALL("exclusive", 'x', no_argument, set_exclusive, M_RUN),
-	CALL(NULL, 'e', no_argument, set_exclusive, M_RUN),
-	BOOL("close", 'o', close_fd, M_RUN),
+	CALL("shared", 's', no_argument, set_shared, M_RUN | M_FD),
+	CALL("exclusive", 'x', no_argument, set_exclusive, M_RUN | M_FD),
+	CALL(NULL, 'e', no_argument, set_exclusive, M_RUN | M_FD),
+	BOOL("close", 'o', close_fd, M_RUN | M_FD),
 	BOOL("verbose", 'v', verbose, M_ALL),
 	CALL("help", 'h', no_argument, show_help, M_ALL),
 	CALL("version", 'V', no_argument, show_version, M_ALL),
@@ -343,8 +376,10 @@ static const struct optdef options[] = {
 	FLAG("keep-file", OPT_KEEP_FILE, PIDLOCK_KEEP_FILE),
 	FLAG("flock-only", OPT_FLOCK_ONLY, PIDLOCK_FLOCK_ONLY),
 	FLAG("fcntl-only", OPT_FCNTL_ONLY, PIDLOCK_OFD_ONLY),
+	ALIAS("fcntl", OPT_FCNTL_ONLY, no_argument),
 	CALL("stale", OPT_STALE, required_argument, set_stale, M_ALL),
-	BOOL("exec", OPT_EXEC, exec, M_RUN),
+	BOOL("exec", 'F', exec, M_RUN | M_FD),
+	ALIAS("no-fork", 'F', no_argument),
 	MODE("status", OPT_STATUS, MODE_STATUS),
 	BOOL("json", OPT_JSON, json, M_STATUS | M_LIST),
 	MODE("list", OPT_LIST, MODE_LIST),
@@ -353,7 +388,8 @@ static const struct optdef options[] = {
 	CALL("mode", OPT_MODE, required_argument, set_file_mode, M_RUN),
 	CALL("slots", OPT_SLOTS, required_argument, set_slots,
 	     M_RUN | M_STATUS),
-	CALL(NULL, 'c', no_argument, misplaced_c, 0),
+	CALL("fd", OPT_FD, required_argument, set_fd, M_FD),
+	CALL("command", 'c', required_argument, set_command, M_RUN | M_FD),
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
@@ -378,7 +414,7 @@ static void getopt_tables(struct option *longopts, char *shortopts)
 		if (d->name)
 			longopts[nl++] = (struct option){ d->name, d->has_arg,
 							  NULL, d->key };
-		if (d->key > 255)
+		if (d->key > 255 || d->kind == IS_ALIAS)
 			continue;
 		shortopts[ns++] = (char)d->key;
 		if (d->has_arg)
@@ -388,10 +424,11 @@ static void getopt_tables(struct option *longopts, char *shortopts)
 	shortopts[ns] = '\0';
 }
 
+/* The entry an option's key stands for: an alias's is the one before. */
 static const struct optdef *find_option(int key)
 {
 	for (size_t i = 0; i < NOPTIONS; i++)
-		if (options[i].key == key)
+		if (options[i].key == key && options[i].kind != IS_ALIAS)
 			return &options[i];
 	return NULL;
 }
@@ -426,6 +463,8 @@ static int take_option(struct opts *o, struct parser *p, int key)
 	case SET_BY_CALL:
 		r = d->call(o, optarg);
 		break;
+	case IS_ALIAS:
+		break;	/* find_option() never returns one */
 	}
 	if (r == 0)
 		note(p, d);
@@ -462,16 +501,42 @@ static int check_combinations(const struct opts *o, const struct parser *p)
 		return usage_error("%s", "--exec and --close exclude each other: the lock would end at exec");
 	if (o->slots && (o->flags & PIDLOCK_SHARED))
 		return usage_error("%s", "--shared and --slots exclude each other: a slot has one holder");
+	if (o->mode == MODE_FD && !o->fd_command && (o->exec || o->close_fd))
+		return usage_error("%s needs a command: pidlock --fd FD %s COMMAND",
+				   o->exec ? "--exec" : "--close",
+				   o->exec ? "-F" : "-o");
+	/* Why, in pidlock(1), "LOCKING A SHELL'S DESCRIPTOR". */
+	if (o->mode == MODE_FD && (o->flags & PIDLOCK_SHARED))
+		return usage_error("%s", "--shared cannot lock a descriptor: the "
+				   "lock file names one holder, and a shell that "
+				   "leaves a shared lock by closing the descriptor "
+				   "cannot hand the record on to those that stay; "
+				   "use pidlock -s LOCKFILE COMMAND");
 	return 0;
+}
+
+/* /bin/sh -c COMMAND, for -c and --command. */
+static char **shell_command(const char *command)
+{
+	static char *shell_argv[4];
+
+	shell_argv[0] = (char *)SHELL_PATH;
+	shell_argv[1] = (char *)"-c";
+	shell_argv[2] = (char *)command;
+	shell_argv[3] = NULL;
+	return shell_argv;
 }
 
 /* LOCKFILE COMMAND [ARG...], LOCKFILE -c 'COMMAND', or LOCKFILE -- COMMAND */
 static int parse_command(int argc, char **argv, struct opts *o)
 {
-	static char *shell_argv[4];
 	char **rest;
 	int n;
 
+	if (o->shell_cmd)
+		return usage_error("%s goes after LOCKFILE: pidlock LOCKFILE -c "
+				   "'COMMAND' (before the operands only with --fd)",
+				   "-c");
 	if (argc - optind < 1)
 		return usage_error("%s", "no lock file given");
 	o->lockfile = argv[optind];
@@ -485,11 +550,7 @@ static int parse_command(int argc, char **argv, struct opts *o)
 		if (n != 2)
 			return usage_error("%s takes exactly one argument, the shell command",
 					   rest[0]);
-		shell_argv[0] = (char *)SHELL_PATH;
-		shell_argv[1] = (char *)"-c";
-		shell_argv[2] = rest[1];
-		shell_argv[3] = NULL;
-		o->cmd = shell_argv;
+		o->cmd = shell_command(rest[1]);
 		return 0;
 	}
 	if (n < 1)
@@ -514,13 +575,14 @@ static int parse_operands(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-/* A descriptor number as a shell writes it: digits only, 0 to 1023
- * (larger ones no shell redirection makes; flock(1) takes the same). */
+/* A descriptor number as a shell writes it: digits only, 0 to INT_MAX,
+ * as flock(1) takes them (bash opens `exec 2000<>FILE` if the limit of
+ * open files allows it). */
 static int parse_fd(const char *s)
 {
 	unsigned long v;
 
-	if (parse_uint(s, 1023, &v) < 0 || s[strspn(s, "0123456789")])
+	if (parse_uint(s, INT_MAX, &v) < 0 || s[strspn(s, "0123456789")])
 		return -1;
 	return (int)v;
 }
@@ -539,9 +601,47 @@ static int parse_fd_operand(int argc, char **argv, struct opts *o)
 	o->fd = parse_fd(argv[optind]);
 	if (o->fd < 0)
 		return usage_error("invalid descriptor '%s' (a number from 0 "
-				   "to 1023, such as 9 after exec 9<>FILE)",
-				   argv[optind]);
+				   "to %d, such as 9 after exec 9<>FILE)",
+				   argv[optind], INT_MAX);
 	return 0;
+}
+
+/* A lone FD takes no command, so no -c either. */
+static int parse_fd_form(int argc, char **argv, struct opts *o)
+{
+	if (o->shell_cmd)
+		return usage_error("%s", "-c with a descriptor goes with --fd: "
+				   "pidlock --fd FD -c 'COMMAND'");
+	return parse_fd_operand(argc, argv, o);
+}
+
+/* --fd FD COMMAND [ARG...], or --fd FD -c 'COMMAND' and nothing after. */
+static int parse_fd_command(int argc, char **argv, struct opts *o)
+{
+	int n = argc - optind;
+
+	if (o->shell_cmd && n > 0)
+		return usage_error("%s takes exactly one argument, the shell "
+				   "command", "-c");
+	if (o->shell_cmd) {
+		o->cmd = shell_command(o->shell_cmd);
+		return 0;
+	}
+	if (n < 1)
+		return usage_error("%s", "no command given: pidlock --fd FD "
+				   "COMMAND, or pidlock FD to lock it alone");
+	o->cmd = argv + optind;
+	return 0;
+}
+
+/* The mode given by the operands and --fd, when no option named one. */
+static void decide_mode(int argc, char **argv, struct opts *o,
+			const struct parser *p)
+{
+	if (o->mode != MODE_RUN || p->modes_given > 0)
+		return;
+	if (o->fd_command || fd_form(argc, argv))
+		o->mode = MODE_FD;
 }
 
 /* 0: run with *o; 1: done (--help, --version); -code: exit with code. */
@@ -561,12 +661,19 @@ int parse_options(int argc, char **argv, struct opts *o)
 		if (r != 0)
 			return r;
 	}
-	if (o->mode == MODE_RUN && p.modes_given == 0 && fd_form(argc, argv))
-		o->mode = MODE_FD;
+	decide_mode(argc, argv, o, &p);
+	if (o->nonblock) {
+		o->timeout_ms = 0;
+		o->timeout_set = true;
+	}
 	r = check_combinations(o, &p);
 	if (r < 0)
 		return r;
-	if (o->mode == MODE_FD || o->mode == MODE_UNLOCK)
+	if (o->mode == MODE_FD && o->fd_command)
+		return parse_fd_command(argc, argv, o);
+	if (o->mode == MODE_FD)
+		return parse_fd_form(argc, argv, o);
+	if (o->mode == MODE_UNLOCK)
 		return parse_fd_operand(argc, argv, o);
 	if (o->mode != MODE_RUN)
 		return parse_operands(argc, argv, o);

@@ -182,16 +182,20 @@ static int exec_failed(const char *cmd, int err)
 	return err == ENOMEM ? EX_OSERR : EX_UNAVAILABLE;
 }
 
-/* In the child: the signals as they were, the lock descriptor kept
- * across exec unless -o, then the command. */
+/*
+ * In the child: the signals as they were, the lock descriptor kept
+ * across exec unless -o, then the command.  With --fd (no lock) the
+ * descriptor is the shell's, inherited without close-on-exec: -o closes
+ * it, which cannot fail for an open descriptor.
+ */
 static void __attribute__((noreturn))
 start_command(const struct opts *o, struct pidlock *lock,
 	      const struct sigstate *s)
 {
-	int fd = pidlock_fd(lock);
-
 	unblock_signals(s);
-	if (!o->close_fd && fcntl(fd, F_SETFD, 0) < 0) {
+	if (!lock && o->close_fd)
+		(void)close(o->fd);
+	if (lock && !o->close_fd && fcntl(pidlock_fd(lock), F_SETFD, 0) < 0) {
 		warn_path(o->lockfile, errno);
 		_exit(EX_OSERR);
 	}
@@ -230,14 +234,19 @@ static bool from_terminal(int sig, const siginfo_t *si)
 	return (sig == SIGINT || sig == SIGQUIT) && si->si_code == SI_KERNEL;
 }
 
-/* One blocked signal, waiting at most until the monotonic time `until`;
- * 0 when that time came first, -errno on failure. */
+/* One blocked signal, waiting at most until the monotonic time `until`
+ * (for ever if it is negative); 0 when that time came first, -errno on
+ * failure. */
 static int next_signal(const sigset_t *set, int64_t until, siginfo_t *si)
 {
 	int64_t left = until - mono_ms();
 	struct timespec ts;
 	int sig;
 
+	if (until < 0) {
+		sig = sigwaitinfo(set, si);
+		return sig >= 0 ? sig : -errno;
+	}
 	if (left < 0)
 		left = 0;
 	ts.tv_sec = (time_t)(left / 1000);
@@ -248,12 +257,14 @@ static int next_signal(const sigset_t *set, int64_t until, siginfo_t *si)
 	return errno == EAGAIN ? 0 : -errno;
 }
 
+/* Forward signals to the child until it exits; refresh the record of
+ * a lock we hold meanwhile (with --fd there is none: lock is NULL). */
 static int wait_command(const struct opts *o, struct pidlock *lock,
 			pid_t child, const sigset_t *set, int *status,
 			bool *lost)
 {
 	int64_t interval = refresh_interval_ms(o);
-	int64_t next = mono_ms() + interval;
+	int64_t next = lock ? mono_ms() + interval : -1;
 
 	for (;;) {
 		siginfo_t si;
@@ -285,7 +296,11 @@ static int wait_command(const struct opts *o, struct pidlock *lock,
 
 static void release(const struct opts *o, struct pidlock *lock, bool lost)
 {
-	int r = pidlock_release(lock);
+	int r;
+
+	if (!lock)
+		return;		/* --fd: the shell's descriptor keeps it */
+	r = pidlock_release(lock);
 
 	if (r == -ESTALE && lost)
 		return;		/* already said */
@@ -333,6 +348,24 @@ static int run_child(const struct opts *o, struct pidlock *lock)
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);
+}
+
+/* ---- --fd FD COMMAND ---------------------------------------------- */
+
+/*
+ * The command of --fd, once the shell's descriptor holds the lock
+ * (fd.c): forked and waited for with the signals forwarded, or with -F
+ * run in our place.  Either way the lock stays with the descriptor after
+ * the command, as flock(1) --fd leaves it: nothing to refresh (the
+ * record names the shell, which lives on) or release.
+ */
+int run_fd_command(const struct opts *o)
+{
+	if (!o->exec)
+		return run_child(o, NULL);
+	(void)fflush(NULL);	/* as in run_child() */
+	execvp(o->cmd[0], o->cmd);
+	return exec_failed(o->cmd[0], errno);
 }
 
 /* ---- --exec ------------------------------------------------------- */

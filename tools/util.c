@@ -242,10 +242,13 @@ int configure_lock(const struct opts *o, struct pidlock *lock)
 }
 
 /* With --exec the command's exit is its release: its leftover file
- * must read as free, not as a crash. */
+ * must read as free, not as a crash.  Not with a descriptor: the
+ * shell's descriptor holds the lock, whatever the command does. */
 unsigned int lock_flags(const struct opts *o)
 {
-	return o->flags | (o->exec ? PIDLOCK_EXIT_RELEASES : 0);
+	bool exit_releases = o->exec && o->mode == MODE_RUN;
+
+	return o->flags | (exit_releases ? PIDLOCK_EXIT_RELEASES : 0);
 }
 
 int make_lock(const struct opts *o, const char *path, struct pidlock **lockp)

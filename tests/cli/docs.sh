@@ -32,9 +32,15 @@ done
 pass "SEE ALSO names pidlock(3), pidlock(5) and pidlock(7)"
 # The caveats that apply to the command are in its own page, which is
 # the one the pidlock package carries.
-for sect in "FLOCK(1) ON THE SAME PATH" PERMISSIONS; do
+for sect in "FLOCK(1) ON THE SAME PATH" "FLOCK(1) COMPATIBILITY" PERMISSIONS; do
 	grep -q "^\.Sh $sect\$" "$MAN" || fail "the manual page lacks $sect"
 done
+# The busy message is a difference from flock(1), listed with the two
+# ways to silence it.
+sed -n '/^\.Sh FLOCK(1) COMPATIBILITY$/,/^\.Sh /p' "$MAN" > "$T/compat"
+grep -q 'lock is busy' "$T/compat" && grep -q '2>/dev/null' "$T/compat" &&
+	grep -q '^\.Fl q$' "$T/compat" ||
+	fail "FLOCK(1) COMPATIBILITY does not list the busy message with -q and 2>/dev/null"
 grep -q 'flock -s' "$MAN" && grep -q 'Fl \\-mode Li 0600' "$MAN" ||
 	fail "PERMISSIONS does not say who can block a 0644 file and what to use"
 pass "the page carries the flock(1) and permission caveats"
@@ -106,4 +112,11 @@ pass "completion: a command after LOCKFILE"
 complete_line pidlock x.lock -c fl > c
 grep -qx flock c || fail "pidlock x.lock -c fl<TAB>: $(cat c)"
 pass "completion: a command after -c"
+complete_line pidlock -n --fd 9 fl > c
+grep -qx flock c || fail "pidlock -n --fd 9 fl<TAB>: $(cat c)"
+complete_line pidlock --fd 9 -c fl > c
+grep -qx flock c || fail "pidlock --fd 9 -c fl<TAB>: $(cat c)"
+complete_line pidlock --fd 9 --n > c
+grep -qx -- --nonblock c && grep -qx -- --nb c || fail "pidlock --fd 9 --n<TAB>: $(cat c)"
+pass "completion: --fd FD, then options or a command"
 done_testing

@@ -236,8 +236,9 @@ expect 0 "pidlock -u 9" -- "$PIDLOCK" -u 9
 exec 9<&-
 
 # --- usage --------------------------------------------------------------------
-expect 64 "a closed descriptor: 64" -- "$PIDLOCK" -n 57 2>/dev/null
+expect 65 "a closed descriptor: 65, as flock(1) exits" -- "$PIDLOCK" -n 57 2>/dev/null
 expect 64 "-q is refused with a descriptor" -- "$PIDLOCK" -q 9 2>/dev/null
 expect 64 "-u needs a number" -- "$PIDLOCK" -u x.lock 2>/dev/null
-expect 64 "--exec is refused with a descriptor" -- "$PIDLOCK" --exec 9 2>/dev/null
+expect 64 "--exec is refused with a lone descriptor" -- "$PIDLOCK" --exec 9 2>/dev/null
+expect 64 "-o is refused with a lone descriptor" -- "$PIDLOCK" -o 9 2>/dev/null
 done_testing

@@ -69,6 +69,13 @@ usage64 "-n with --status" -n --status x.lock
 usage64 "--exec with --list" --exec --list .
 usage64 "--keep-file with --remove" --keep-file --remove x.lock
 usage64 "--status with an empty name" --status ""
+usage64 "--fd without a command" --fd 9
+usage64 "--fd with -c and an operand" --fd 9 -c 'touch ran' extra
+usage64 "--fd not a number" --fd x touch ran
+usage64 "--fd with --status" --fd 9 --status x.lock
+usage64 "-c with a lone descriptor" -c 'touch ran' 9
+usage64 "-x with -u (-u is a mode of its own)" -x -u 9
+usage64 "-n with -u" -n -u 9
 
 usage64 "--mode not octal" --mode 0698 x.lock touch ran
 usage64 "--mode with an execute bit" --mode 0755 x.lock touch ran

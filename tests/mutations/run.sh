@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# make check-mutations: remove each guarded rule from lib/ (or python/)
-# in turn and check that the suite turns red, and which test catches it.
+# make check-mutations: remove each guarded rule from lib/ (or python/,
+# or tools/) in turn and check that the suite turns red, and which test
+# catches it.
 #
 # The source tree (tracked and untracked files, with their working
 # changes) is copied to a scratch directory, configured and built once;
@@ -18,7 +19,9 @@
 #                    file under python/ runs the Python suite instead
 #                    (tests/python/run.sh, with the PYTHON of the
 #                    environment, else the one this tree was configured
-#                    with), unless "all".
+#                    with), unless "all".  One under tools/ runs the
+#                    tests/cli scripts that `expect:` lines name, unless
+#                    MUTATION_TESTS is given.
 #   MUTATION_DIR     scratch directory (default: a new one under $TMPDIR,
 #                    removed at the end unless KEEP_MUTATION_DIR=1)
 #   MUTATION_TIMEOUT seconds for one mutation's test run (default 600)
@@ -36,6 +39,10 @@ tests/test-content-hostile tests/test-slots tests/torture/test-unlink-race \
 tests/fault/test-fault tests/test-fd tests/test-async"
 tests=${MUTATION_TESTS:-$default_tests}
 py_tests=tests/python/run.sh
+# The pidlock(1) scripts that the table names, for mutations of tools/.
+cli_tests=$(sed -n 's/^expect:[ 	]*//p' "$table" | tr ' \t' '\n\n' |
+	grep '\.sh$' | sort -u | sed 's,^,tests/cli/,' | tr '\n' ' ')
+cli_tests=${cli_tests% }
 # The scratch tree's configure takes PYTHON from the environment; without
 # one, the interpreter that this tree's own configure chose.
 if [ -z "${PYTHON:-}" ] && [ -f "$src/Makefile" ]; then
@@ -64,6 +71,7 @@ trap 'exit 130' INT TERM
 tests_for() {
 	case $1 in
 	python/*) [ "$tests" = all ] && echo all || echo "$py_tests" ;;
+	tools/*) [ -n "${MUTATION_TESTS:-}" ] && echo "$tests" || echo "$cli_tests" ;;
 	*) echo "$tests" ;;
 	esac
 }
@@ -79,6 +87,7 @@ build() {
 	else
 		extra=
 		case " $1 " in *" $py_tests "*) extra=tests/python/layout ;; esac
+		case " $1 " in *" tests/cli/"*) extra="$extra tools/pidlock" ;; esac
 		# shellcheck disable=SC2086
 		make -j"$jobs" lib/libpidlock.la tests/fault/libfaultshim.la \
 			$extra $1
