@@ -290,11 +290,12 @@ static void merge_holders(struct klock_holders *h,
 int klock_holders(dev_t dev, ino_t ino, bool any_dev, struct klock_holders *h)
 {
 	struct klock_holders more;
-	struct holders_query q = { dev, ino, any_dev, h };
+	struct holders_query q = { dev, ino, any_dev, NULL };
 	bool torn;
 	int r;
 
 	memset(h, 0, sizeof(*h));
+	q.h = h;
 	r = proclocks_each(holders_row, &q, &torn);
 	for (int i = 1; r == 0 && torn && i < TORN_READS; i++) {
 		if (i >= TORN_ENOUGH && (h->flock_rows || h->ofd_rows))

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <string.h>
 #include <time.h>
 
 #include "internal.h"
@@ -34,6 +35,7 @@ struct fd_owner {
  * signal of its caller's; the lease's end resets both. */
 static int owner_save(int fd, struct fd_owner *o)
 {
+	memset(o, 0, sizeof(*o));
 	o->sig = fcntl(fd, F_GETSIG);
 	if (o->sig < 0)
 		return -errno;
@@ -89,11 +91,12 @@ int lease_alone(int fd)
 int lease_open(const char *path, int flags)
 {
 	const struct timespec pause = { .tv_nsec = LEASE_RETRY_NS };
-	int fd = -1, err = EWOULDBLOCK;
+	int err = EWOULDBLOCK;
 
 	for (int tries = 0; tries < LEASE_RETRY_MS && err == EWOULDBLOCK;
 	     tries++) {
-		fd = open(path, flags);
+		int fd = open(path, flags);
+
 		if (fd >= 0)
 			return fd;
 		err = errno;

@@ -133,7 +133,6 @@ TU_LOCK_TEST(young_file_nobody_has_open, 0)
 {
 	struct pidlock_info info;
 	char bare[32];
-	int other;
 
 	ck_assert_int_eq(pidlock_set_grace(l, 10000), 0);
 	young(p, "");
@@ -148,6 +147,8 @@ TU_LOCK_TEST(young_file_nobody_has_open, 0)
 	ck_assert_int_eq(pidlock_release(l), 0);
 
 	for (int mode = O_WRONLY; mode >= O_RDONLY; mode--) {
+		int other;
+
 		young(p, "");
 		other = open(p, mode | O_CLOEXEC);
 		ck_assert_int_ge(other, 0);
