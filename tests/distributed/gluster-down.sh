@@ -50,5 +50,7 @@ for pf in "$DIR"/run/vols/"$VOL"/*.pid; do
 	fi
 done
 stop "$(pidof_file "$DIR/glusterd.pid")"
+# Empty log directories glusterd made for the volume (rmdir: only empty).
+rmdir /var/log/glusterfs/gfproxy/"$VOL" /var/log/glusterfs/snaps/"$VOL" 2>/dev/null
 rm -rf "$DIR"
 exit 0
