@@ -259,7 +259,7 @@ int acquire_end(struct pidlock *lock, struct watch *w, int r)
 		 * somebody our locks did not keep out (a spec-only peer, or a
 		 * "holder" on a file system whose locks exclude nobody).  The
 		 * check asked nothing: try again, and ask again. */
-		if (r == -ENOENT)
+		if (path_replaced(r))
 			return refuse_fs(lock, FS_CHECK_AGAIN);
 		if (r < 0)
 			return refuse_fs(lock, r);

@@ -57,6 +57,17 @@ int existing_same_inode(const char *path, int fd, struct stat *st)
 }
 
 /*
+ * The file at the path went away or was replaced while we looked: look
+ * again.  A shared file system says ESTALE where a local one says
+ * ENOENT: the client still had the old file's handle (a cached lookup,
+ * or the descriptor we opened), and the server no longer has that file.
+ */
+bool path_replaced(int r)
+{
+	return r == -ENOENT || r == -ESTALE;
+}
+
+/*
  * Devices, FIFOs and sockets are refused before open(2), which could
  * have side effects on a device.  Symlinks and directories are left to
  * open(2) itself: O_NOFOLLOW refuses a symlink (ELOOP) even if one is
@@ -436,7 +447,7 @@ int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 	*fdp = -1;
 	if (fd < 0) {
 		fd = open_existing(lock->path);
-		if (fd == -ENOENT)
+		if (path_replaced(fd))
 			return TRY_AGAIN;
 		/* A lease on the file: our open started its break; the file
 		 * is busy until its holder lets go, like any holder's. */
@@ -458,7 +469,7 @@ int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 	}
 	if (r != TRY_HELD_BY_US)
 		io_close_keep_errno(fd);
-	return r;
+	return path_replaced(r) ? TRY_AGAIN : r;
 }
 
 /*

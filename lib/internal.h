@@ -208,6 +208,7 @@ void async_cancel(struct pidlock *lock);
 
 /* existing.c */
 int existing_same_inode(const char *path, int fd, struct stat *st);
+bool path_replaced(int r);
 int existing_try(struct pidlock *lock, int64_t deadline, int *fdp);
 int existing_lock_fd(struct pidlock *lock, int fd, int64_t deadline);
 

@@ -111,6 +111,32 @@ bool klock_shared_excludes(int fd, unsigned int kinds)
 }
 
 /*
+ * After the flock probe of test_kinds(), which only a caller holding its
+ * OFD lock of type `type` makes (a writer's F_WRLCK, a shared holder's
+ * F_RDLCK).  Where flock and fcntl locks have one owner per open file
+ * description (FUSE sends a flock as a whole-file POSIX lock, NFS maps
+ * flock onto POSIX locks), the probe's LOCK_UN let go of that OFD lock
+ * too.  Take it again: granted, we hold it as before (on a local file
+ * system it was never lost, and this changes nothing); refused,
+ * somebody took the file in that instant and holds it now.
+ */
+static int keep_own_ofd(int fd, unsigned int kinds, short type,
+			unsigned int *held)
+{
+	struct flock fl;
+
+	if (kinds & PIDLOCK_KIND_OFD)
+		return 0;	/* the OFD lock is somebody else's to test */
+	whole_file(&fl, type);
+	if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+		return 0;
+	if (errno != EAGAIN && errno != EACCES)
+		return -errno;
+	*held |= PIDLOCK_KIND_OFD;
+	return 0;
+}
+
+/*
  * Which of `kinds` (ones we did not take) does somebody else hold in a
  * way that conflicts with a lock of type `type` (F_WRLCK: any lock;
  * F_RDLCK: a writer's only, as a shared holder asks)?  The OFD test is a
@@ -134,7 +160,8 @@ static int test_kinds(int fd, unsigned int kinds, short type,
 	if (!(kinds & PIDLOCK_KIND_FLOCK))
 		return 0;
 	if (flock(fd, (type == F_RDLCK ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0)
-		return flock(fd, LOCK_UN) < 0 ? -errno : 0;
+		return flock(fd, LOCK_UN) < 0 ? -errno
+					      : keep_own_ofd(fd, kinds, type, held);
 	if (errno != EWOULDBLOCK)
 		return -errno;
 	*held |= PIDLOCK_KIND_FLOCK;

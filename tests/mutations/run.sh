@@ -67,12 +67,20 @@ cleanup() { [ "${KEEP_MUTATION_DIR:-0}" = 1 ] || rm -rf "$work"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# The tests for a mutation of file $1.
+# The tests for a mutation of file $1 whose expect: line is $2.  A rule
+# that only a shared file system shows (expect: distributed/run.sh) adds
+# make check-distributed's run (root, GlusterFS; tests/distributed/README)
+# to that mutation's list, and to no other: it takes a minute.
+dist_test=tests/distributed/run.sh
 tests_for() {
 	case $1 in
 	python/*) [ "$tests" = all ] && echo all || echo "$py_tests" ;;
 	tools/*) [ -n "${MUTATION_TESTS:-}" ] && echo "$tests" || echo "$cli_tests" ;;
-	*) echo "$tests" ;;
+	*) case " $2 " in
+	   *" distributed/run.sh "*) [ "$tests" = all ] && echo all ||
+		echo "$tests $dist_test" ;;
+	   *) echo "$tests" ;;
+	   esac ;;
 	esac
 }
 
@@ -88,6 +96,7 @@ build() {
 		extra=
 		case " $1 " in *" $py_tests "*) extra=tests/python/layout ;; esac
 		case " $1 " in *" tests/cli/"*) extra="$extra tools/pidlock" ;; esac
+		case " $1 " in *" $dist_test "*) extra="$extra tests/distributed/dlock tools/pidlock" ;; esac
 		# shellcheck disable=SC2086
 		make -j"$jobs" lib/libpidlock.la tests/fault/libfaultshim.la \
 			$extra $1
@@ -97,11 +106,23 @@ build() {
 run_tests() {
 	if [ "$2" = all ]; then
 		timeout "$timeout" make -k -j"$jobs" check >"$1" 2>&1
-	else
-		# shellcheck disable=SC2086
-		timeout "$timeout" make -k -j"$jobs" check-TESTS TESTS="$2" \
-			>"$1" 2>&1
+		return
 	fi
+	rest=
+	for t in $2; do [ "$t" = "$dist_test" ] || rest="$rest $t"; done
+	# shellcheck disable=SC2086
+	[ -z "$rest" ] || timeout "$timeout" make -k -j"$jobs" check-TESTS \
+		TESTS="$rest" >"$1" 2>&1
+	case " $2 " in *" $dist_test "*) run_dist ;; esac
+}
+
+# check-distributed's run is no member of TESTS (it needs root and
+# GlusterFS): run it as the make target does, and note its result in a
+# .trs of its own for failures().  A skip (77) is no failure.
+run_dist() {
+	timeout "$timeout" sh "$dist_test" >"$dist_test.log" 2>&1
+	case $? in 0|77) res=PASS ;; *) res=FAIL ;; esac
+	echo ":test-result: $res" >"$dist_test.trs"
 }
 
 start=$(date +%s)
@@ -117,7 +138,8 @@ mkdir -p "$work/src" "$work/orig"
 base_tests=
 for id in $ids; do
 	file=$(echo "$list" | awk -F'\t' -v id="$id" '$1 == id { print $2 }')
-	for t in $(tests_for "$file"); do
+	exp=$(echo "$list" | awk -F'\t' -v id="$id" '$1 == id { print $3 }')
+	for t in $(tests_for "$file" "$exp"); do
 		case " $base_tests " in *" $t "*) ;; *) base_tests="$base_tests $t" ;; esac
 	done
 done
@@ -177,12 +199,12 @@ for id in $ids; do
 	if ! $apply apply "$id" "$work/src" 2>"$work/apply.err"; then
 		status="NO-LONGER-APPLIES"
 		caught=$(tr '\n' ' ' <"$work/apply.err")
-	elif ! build "$(tests_for "$file")" >"$work/build-$id.log" 2>&1; then
+	elif ! build "$(tests_for "$file" "$expect")" >"$work/build-$id.log" 2>&1; then
 		status="BUILD-FAILED"
 		caught="see $work/build-$id.log"
 	else
 		clean_results
-		run_tests "$work/check-$id.log" "$(tests_for "$file")"
+		run_tests "$work/check-$id.log" "$(tests_for "$file" "$expect")"
 		caught=$(failures)
 		if [ -z "$caught" ]; then
 			status=MISSED

@@ -1,0 +1,94 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Bring up a GlusterFS volume on loopback, served by a glusterd of our
+# own, and mount it twice: DIR/a and DIR/b are two FUSE clients, each
+# with its own connection, lock owners and caches (two "hosts" to the
+# brick's lock translator).  See tests/distributed/README.
+#
+#   gluster-up.sh DIR
+#
+# Everything of the server lives under DIR (working directory, run
+# directory, socket, brick, logs); tests/distributed/gluster-down.sh DIR
+# undoes it, whatever part of it was done.  Exit 0 when both mounts are
+# up, 77 with the reason on stderr when this machine cannot do it (not
+# root, no FUSE, GlusterFS not installed, port 24007 taken), 1 on a
+# failure after the start.
+set -u
+
+DIR=${1:?usage: gluster-up.sh DIR}
+VOL=pidlockdist
+# glusterd refuses 127.0.0.1 and localhost as a brick's host.
+HOST=127.0.0.2
+PORT=24007
+
+skip() { echo "gluster-up: SKIP: $*" >&2; exit 77; }
+fail() { echo "gluster-up: $*" >&2; exit 1; }
+
+PATH="$PATH:/usr/sbin:/sbin"
+[ "$(id -u)" -eq 0 ] || skip "not root (glusterd and its bricks need root)"
+for t in glusterd gluster glusterfs; do
+	command -v "$t" >/dev/null 2>&1 ||
+		skip "$t not installed (glusterfs-server, glusterfs-client; see bootstrap DEPS)"
+done
+[ -c /dev/fuse ] || skip "no /dev/fuse"
+grep -qw fuse /proc/filesystems || modprobe fuse 2>/dev/null ||
+	skip "the kernel has no FUSE"
+# Another glusterd (the system's) would own the port on every address.
+if command -v ss >/dev/null 2>&1 &&
+   ss -Hltn "sport = :$PORT" 2>/dev/null | grep -q .; then
+	skip "port $PORT is in use (a glusterd of the system?)"
+fi
+
+mkdir -p "$DIR/wd" "$DIR/run" "$DIR/log" "$DIR/brick" "$DIR/a" "$DIR/b" ||
+	fail "cannot make $DIR"
+cat >"$DIR/glusterd.vol" <<VOL || fail "cannot write glusterd.vol"
+volume management
+    type mgmt/glusterd
+    option working-directory $DIR/wd
+    option run-directory $DIR/run
+    option glusterd-sockfile $DIR/run/glusterd.socket
+    option transport-type socket
+    option transport.socket.bind-address $HOST
+    option transport.socket.listen-port $PORT
+    option ping-timeout 0
+    option event-threads 1
+end-volume
+VOL
+
+# -N: in the foreground, so that its pid is ours to stop.
+glusterd -N -f "$DIR/glusterd.vol" -p "$DIR/run/glusterd.pid" \
+	-l "$DIR/log/glusterd.log" >"$DIR/log/glusterd.out" 2>&1 &
+echo $! >"$DIR/glusterd.pid"
+
+cli() {
+	gluster --glusterd-sock="$DIR/run/glusterd.socket" --mode=script \
+		--log-file="$DIR/log/cli.log" "$@"
+}
+i=0
+until cli volume list >/dev/null 2>&1; do
+	kill -0 "$(cat "$DIR/glusterd.pid")" 2>/dev/null ||
+		fail "glusterd exited: $(tail -3 "$DIR/log/glusterd.log")"
+	i=$((i + 1))
+	[ "$i" -le 300 ] || fail "glusterd did not answer in 30 s"
+	sleep 0.1
+done
+# force: the brick is on the root file system, which glusterd would
+# rather not have.
+cli volume create "$VOL" "$HOST:$DIR/brick" force >"$DIR/log/create" 2>&1 ||
+	fail "volume create: $(cat "$DIR/log/create")"
+cli volume start "$VOL" >"$DIR/log/start" 2>&1 ||
+	fail "volume start: $(cat "$DIR/log/start")"
+for m in a b; do
+	glusterfs --volfile-server="$HOST" --volfile-id="$VOL" \
+		--pid-file="$DIR/run/client-$m.pid" -l "$DIR/log/client-$m.log" \
+		"$DIR/$m" || fail "mount $m: $(tail -3 "$DIR/log/client-$m.log")"
+done
+i=0
+until mountpoint -q "$DIR/a" && mountpoint -q "$DIR/b" &&
+      mkdir -p "$DIR/a/.up" && [ -d "$DIR/b/.up" ]; do
+	i=$((i + 1))
+	[ "$i" -le 300 ] || fail "the mounts did not come up in 30 s"
+	sleep 0.1
+done
+rmdir "$DIR/a/.up"
+exit 0

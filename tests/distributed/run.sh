@@ -1,0 +1,154 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# make check-distributed: one lock path on a GlusterFS volume, used
+# through two FUSE mounts of it as two hosts would.  See
+# tests/distributed/README.  Run from the top build directory, as root:
+#
+#   tests/distributed/run.sh
+#
+# Environment:
+#   DIST_PARTS        any of: handoff ofdkeep mix climix (default:
+#                     handoff ofdkeep; the mixes fail on this tree, see
+#                     the README)
+#   DIST_ROUNDS       rounds of handoff and ofdkeep (8)
+#   DIST_MIX_SECONDS  length of each mix (15)
+#   DIST_HOLD_MS      the library mix's hold inside the lock (50)
+#   DIST_KEEP         a directory to copy the logs to (default: none)
+#
+# Exit status: 0 when every part passed, 1 when one failed, 77 when the
+# volume cannot be brought up here (the reason is printed).
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(pwd)
+PARTS=${DIST_PARTS:-handoff ofdkeep}
+ROUNDS=${DIST_ROUNDS:-8}
+MIX_SECONDS=${DIST_MIX_SECONDS:-15}
+HOLD_MS=${DIST_HOLD_MS:-50}
+
+die() { echo "distributed: $*" >&2; exit 99; }
+
+DLOCK="$top/tests/distributed/dlock"
+[ -x "$DLOCK" ] || die "$DLOCK is not built (make tests/distributed/dlock)"
+[ -x "$top/tools/pidlock" ] || die "tools/pidlock is not built (make)"
+# The programs run hundreds of times: no libtool wrappers.
+if [ -x "$top/tools/.libs/pidlock" ]; then
+	PIDLOCK="$top/tools/.libs/pidlock"
+	[ -x "$top/tests/distributed/.libs/dlock" ] &&
+		DLOCK="$top/tests/distributed/.libs/dlock"
+	LD_LIBRARY_PATH="$top/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+	export LD_LIBRARY_PATH
+else
+	PIDLOCK="$top/tools/pidlock"
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/pidlock-dist.XXXXXX") || die "mktemp failed"
+VOLDIR="$WORK/vol"
+mkdir -p "$WORK/logs" "$WORK/local" || die "mkdir failed"
+
+finish() {
+	rc=$?
+	trap - EXIT INT TERM HUP
+	if [ -d "$VOLDIR" ]; then
+		cp "$VOLDIR"/log/* "$WORK/logs/" 2>/dev/null
+		sh "$here/gluster-down.sh" "$VOLDIR"
+	fi
+	if [ -n "${DIST_KEEP:-}" ]; then
+		mkdir -p "$DIST_KEEP" && cp -r "$WORK/logs" "$DIST_KEEP/" ||
+			echo "distributed: could not keep the logs" >&2
+	fi
+	rm -rf "$WORK"
+	exit "$rc"
+}
+trap finish EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+now() { date +%s.%N; }
+t0=$(now)
+sh "$here/gluster-up.sh" "$VOLDIR" 2>"$WORK/up.err"
+rc=$?
+if [ "$rc" -ne 0 ]; then
+	cat "$WORK/up.err" >&2
+	[ "$rc" -eq 77 ] && exit 77
+	exit 1
+fi
+echo "distributed: volume up, mounted on $VOLDIR/a and $VOLDIR/b in" \
+	"$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }') s"
+A="$VOLDIR/a" B="$VOLDIR/b"
+FAILED=
+
+part() {	# name command...: run one part, note a failure
+	name=$1; shift
+	echo "=== $name"
+	"$@" 2>&1 | tee "$WORK/logs/$name.log" | sed 's/^/  /'
+	# tee's status is not the part's: the part writes its own.
+	if [ "$(cat "$WORK/rc")" -ne 0 ]; then
+		FAILED="$FAILED $name"
+		echo "  $name: FAIL"
+	else
+		echo "  $name: pass"
+	fi
+}
+with_rc() { "$@"; echo $? >"$WORK/rc"; }
+
+# pidlock(1), one participant: take the lock, and inside it claim a
+# marker with mkdir on the local scratch directory.
+cli_worker() {	# lock marker stop out
+	turns=0 doubles=0 errors=0
+	while [ ! -e "$3" ]; do
+		"$PIDLOCK" -w 20 "$1" \
+			sh -c 'mkdir "$1" 2>/dev/null || exit 99
+			       sleep 0.05
+			       rmdir "$1" || exit 99' sh "$2" 2>>"$4.err"
+		case $? in
+		0)	turns=$((turns + 1)) ;;
+		99)	doubles=$((doubles + 1)) ;;
+		*)	errors=$((errors + 1)) ;;
+		esac
+	done
+	echo "$turns $doubles $errors" >"$4"
+}
+
+climix() {
+	m="$WORK/climix"
+	mkdir -p "$m" "$A/climix" || return 1
+	for w in a1 a2 b1 b2; do
+		case $w in a*) d=$A ;; *) d=$B ;; esac
+		cli_worker "$d/climix/mix.lock" "$WORK/local/cli-held" \
+			"$m/stop" "$m/$w" &
+	done
+	sleep "$MIX_SECONDS"
+	: >"$m/stop"
+	wait
+	T=0 D=0 E=0
+	for w in a1 a2 b1 b2; do
+		read -r t d e <"$m/$w" || { E=$((E + 1)); continue; }
+		T=$((T + t)) D=$((D + d)) E=$((E + e))
+	done
+	echo "climix: 4 x pidlock(1), 2 per mount, ${MIX_SECONDS} s, 50 ms holds: $T turns, $D double holds, $E errors"
+	cat "$m"/*.err 2>/dev/null | sed 's/[0-9][0-9]*/N/g' | sort | uniq -c |
+		sort -rn | head -5
+	[ "$D" -eq 0 ] && [ "$E" -eq 0 ] && [ "$T" -gt 0 ]
+}
+
+mkdir -p "$A/handoff" "$A/ofdkeep" "$A/mix" || die "mkdir on the volume failed"
+want handoff && part handoff with_rc "$DLOCK" handoff \
+	"$A/handoff/h.lock" "$B/handoff/h.lock" "$ROUNDS"
+want ofdkeep && part ofdkeep with_rc "$DLOCK" ofdkeep \
+	"$A/ofdkeep/o.lock" "$B/ofdkeep/o.lock" "$ROUNDS"
+want mix && part mix with_rc "$DLOCK" mix "$MIX_SECONDS" "$HOLD_MS" \
+	"$WORK/local/lib-held" "$A/mix/m.lock" "$A/mix/m.lock" \
+	"$B/mix/m.lock" "$B/mix/m.lock"
+want climix && part climix with_rc climix
+
+echo
+if [ -n "$FAILED" ]; then
+	echo "distributed: FAILED:$FAILED"
+	exit 1
+fi
+echo "distributed: all parts passed"
+exit 0
