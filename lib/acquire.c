@@ -122,7 +122,7 @@ void acquire_check_kept(struct pidlock *lock, struct watch *w, int *fdp)
 {
 	struct stat st;
 
-	if (*fdp >= 0 && existing_same_inode(lock->path, *fdp, &st) != 0)
+	if (*fdp >= 0 && existing_same_inode(lock, *fdp, &st) != 0)
 		wait_drop_kept(w, fdp);
 }
 

@@ -82,7 +82,7 @@ static int64_t decide_deadline(const struct pidlock *lock, int64_t deadline)
 static int try_once(struct pidlock *lock, int fd, int64_t deadline)
 {
 	struct stat st;
-	int r = existing_same_inode(lock->path, fd, &st);
+	int r = existing_same_inode(lock, fd, &st);
 
 	if (r != 0)
 		return r < 0 ? r : -ESTALE;
@@ -228,7 +228,7 @@ static int holds(const struct pidlock *lock, int fd)
  * one.  Only our marker is rewritten; anything else the file holds (an
  * empty file, a bare pid, somebody's data) stays as it is.
  */
-static int mark_released(const struct pidlock *lock, int fd)
+static int mark_released(struct pidlock *lock, int fd)
 {
 	char buf[CONTENT_READ_MAX];
 	char rec[CONTENT_BUF_MAX];
@@ -236,7 +236,7 @@ static int mark_released(const struct pidlock *lock, int fd)
 	struct stat st;
 	size_t len;
 	ssize_t n;
-	int r = existing_same_inode(lock->path, fd, &st);
+	int r = existing_same_inode(lock, fd, &st);
 
 	if (r != 0)
 		return r < 0 ? r : -ESTALE;

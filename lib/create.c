@@ -230,7 +230,7 @@ static void in_place_discard(struct pidlock *lock, int fd)
 {
 	struct stat st;
 
-	if (existing_same_inode(lock->path, fd, &st) == 0)
+	if (existing_same_inode(lock, fd, &st) == 0)
 		(void)unlink(lock->path);
 	io_close_keep_errno(fd);
 }
@@ -262,7 +262,7 @@ static int create_in_place(struct pidlock *lock)
 		return -EEXIST;
 	}
 	if (r == 0)
-		r = existing_same_inode(lock->path, fd, &st);
+		r = existing_same_inode(lock, fd, &st);
 	if (r > 0) {
 		io_close_keep_errno(fd);
 		return -EAGAIN;

@@ -41,9 +41,10 @@ static int check_owner(const struct pidlock *lock, const struct stat *st)
  * 0: the path names fd's inode; 1: it does not (or is gone).  A file
  * with no links is gone even if a lookup still finds it: an unlink
  * drops the link count before the name, and a spec-only peer unlinks
- * without holding any lock.
+ * without holding any lock.  Where the client of a shared file system
+ * may answer both from its cache, the server is asked (remote.c).
  */
-int existing_same_inode(const char *path, int fd, struct stat *st)
+int existing_same_inode(struct pidlock *lock, int fd, struct stat *st)
 {
 	struct stat lst;
 
@@ -51,9 +52,11 @@ int existing_same_inode(const char *path, int fd, struct stat *st)
 		return -errno;
 	if (st->st_nlink == 0)
 		return 1;
-	if (lstat(path, &lst) < 0)
-		return errno == ENOENT ? 1 : -errno;
-	return lst.st_dev != st->st_dev || lst.st_ino != st->st_ino;
+	if (lstat(lock->path, &lst) < 0)
+		return errno == ENOENT || errno == ESTALE ? 1 : -errno;
+	if (lst.st_dev != st->st_dev || lst.st_ino != st->st_ino)
+		return 1;
+	return remote_same_inode(lock, fd, st);
 }
 
 /*
@@ -381,7 +384,7 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 	/* The final inode check, whatever the kinds: the grace wait and the
 	 * test above take time, and a spec-only peer (no kernel lock) or a
 	 * holder of another kind may have replaced the file meanwhile. */
-	r = existing_same_inode(lock->path, fd, st);
+	r = existing_same_inode(lock, fd, st);
 	if (r != 0)
 		return r < 0 ? r : TRY_AGAIN;
 	return takeover(lock, fd, st, &c);
@@ -413,7 +416,7 @@ static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
 		return r;
 	/* The inode check: a holder may have unlinked or replaced the file
 	 * after we opened it; then what we locked is not the lock. */
-	r = existing_same_inode(lock->path, fd, st);
+	r = existing_same_inode(lock, fd, st);
 	if (r != 0)
 		return r < 0 ? r : TRY_AGAIN;
 	return decide(lock, fd, st, deadline);

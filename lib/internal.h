@@ -71,6 +71,11 @@ struct pidlock {
 	bool dir_checked;
 	bool swept;		/* leftover temp files swept once */
 	bool fs_checked;	/* the file system keeps the protocol */
+	struct {		/* its client may cache names (remote.c) */
+		bool known;
+		bool caches;
+		dev_t dev;
+	} fs_cache;
 	bool have_holder;
 	dev_t holder_dev;	/* file of the holder found by the last try */
 	ino_t holder_ino;
@@ -178,6 +183,9 @@ void io_close_keep_errno(int fd);
 typedef int (*proclocks_fn)(char *line, void *arg);
 int proclocks_each(proclocks_fn fn, void *arg, bool *torn);
 
+/* remote.c */
+int remote_same_inode(struct pidlock *lock, int fd, const struct stat *st);
+
 /* lease.c */
 int lease_alone(int fd);
 int lease_open(const char *path, int flags);
@@ -207,7 +215,7 @@ int acquire_end(struct pidlock *lock, struct watch *w, int r);
 void async_cancel(struct pidlock *lock);
 
 /* existing.c */
-int existing_same_inode(const char *path, int fd, struct stat *st);
+int existing_same_inode(struct pidlock *lock, int fd, struct stat *st);
 bool path_replaced(int r);
 int existing_try(struct pidlock *lock, int64_t deadline, int *fdp);
 int existing_lock_fd(struct pidlock *lock, int fd, int64_t deadline);

@@ -39,7 +39,7 @@ static int alone(struct pidlock *lock)
 	if (r == 1)
 		r = others_free(lock);
 	if (r == 1)
-		r = existing_same_inode(lock->path, lock->fd, &st) == 0;
+		r = existing_same_inode(lock, lock->fd, &st) == 0;
 	return r;
 }
 
@@ -81,7 +81,7 @@ static int hand_over_record(struct pidlock *lock)
 	if (lock->kinds == PIDLOCK_KIND_FLOCK &&
 	    klock_take_mode(lock->fd, lock->kinds, true, false, &busy) < 0)
 		return 0;
-	if (existing_same_inode(lock->path, lock->fd, &st) != 0)
+	if (existing_same_inode(lock, lock->fd, &st) != 0)
 		return 0;
 	n = io_read_bounded(lock->fd, buf, sizeof(buf));
 	if (n < 0)

@@ -21,9 +21,9 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(pwd)
-PARTS=${DIST_PARTS:-handoff ofdkeep}
+PARTS=${DIST_PARTS:-handoff ofdkeep mix climix}
 ROUNDS=${DIST_ROUNDS:-8}
-MIX_SECONDS=${DIST_MIX_SECONDS:-15}
+MIX_SECONDS=${DIST_MIX_SECONDS:-10}
 HOLD_MS=${DIST_HOLD_MS:-50}
 
 die() { echo "distributed: $*" >&2; exit 99; }

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Shared file systems.  Their client may answer lstat(2) and fstat(2)
+ * from a cache for a second or so after another client replaced the
+ * file: the inode check would see the file it locked at the path, and
+ * two holders would go on at once.  An open(2) of the path is sent to
+ * the server: an old file's handle is refused there (ESTALE), and a new
+ * file is the one opened.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+
+#include "internal.h"
+
+/* f_type of statfs(2), as <linux/magic.h> has them (not every libc's
+ * headers carry that file). */
+#define FUSE_MAGIC 0x65735546
+#define NFS_MAGIC 0x6969
+#define SMB_MAGIC 0x517b
+#define CIFS_MAGIC 0xff534d42
+#define SMB2_MAGIC 0xfe534d42
+#define CEPH_MAGIC 0x00c36400
+#define V9FS_MAGIC 0x01021997
+#define AFS_MAGIC 0x6b414653
+#define CODA_MAGIC 0x73757245
+
+static bool caching_client(unsigned long type)
+{
+	switch (type) {
+	case FUSE_MAGIC: case NFS_MAGIC: case SMB_MAGIC: case CIFS_MAGIC:
+	case SMB2_MAGIC: case CEPH_MAGIC: case V9FS_MAGIC: case AFS_MAGIC:
+	case CODA_MAGIC:
+		return true;
+	}
+	return false;
+}
+
+/* Asked once per device and handle: a local file system pays nothing
+ * after the first check. */
+static bool caches(struct pidlock *lock, int fd, dev_t dev)
+{
+	struct statfs sf;
+
+	if (lock->fs_cache.known && lock->fs_cache.dev == dev)
+		return lock->fs_cache.caches;
+	if (fstatfs(fd, &sf) < 0)
+		return true;	/* not known: look the safe way */
+	lock->fs_cache.known = true;
+	lock->fs_cache.dev = dev;
+	lock->fs_cache.caches = caching_client((unsigned long)sf.f_type);
+	return lock->fs_cache.caches;
+}
+
+/*
+ * 0: a new open of the path names st's file; 1: another file, or none;
+ * -errno: the check failed.  A file we may not read (a lock file made
+ * with mode 0200) cannot be opened for the check: the lookup's answer
+ * stands.
+ */
+static int reopen_same(const char *path, const struct stat *st)
+{
+	struct stat now;
+	int r = 0;
+	int fd = lease_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+				  O_CLOEXEC | O_NOCTTY);
+
+	if (fd == -EACCES || fd == -EPERM)
+		return 0;
+	if (fd == -EMFILE || fd == -ENFILE || fd == -ENOMEM)
+		return fd;
+	if (fd < 0)
+		return 1;	/* gone, stale, or no longer a plain file */
+	if (fstat(fd, &now) < 0)
+		r = -errno;
+	else
+		r = now.st_dev != st->st_dev || now.st_ino != st->st_ino;
+	io_close_keep_errno(fd);
+	return r;
+}
+
+int remote_same_inode(struct pidlock *lock, int fd, const struct stat *st)
+{
+	if (!caches(lock, fd, st->st_dev))
+		return 0;
+	return reopen_same(lock->path, st);
+}
