@@ -43,6 +43,10 @@ enum {
 	 * exclusive holder excludes them (flock(2) LOCK_SH and an OFD read
 	 * lock); the last one out removes the file.  Since 1.2.0. */
 	PIDLOCK_SHARED = 1U << 6,
+	/** Only this host uses the directory: lock where the file system
+	 * keeps its locks on this host (NFS nolock or local_lock=, CIFS
+	 * nobrl, sshfs, ...), which is refused otherwise.  Since 1.3.0. */
+	PIDLOCK_HOST_LOCAL = 1U << 7,
 };
 
 /* Kernel lock kinds, as reported in struct pidlock_info. */

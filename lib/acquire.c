@@ -32,7 +32,8 @@ static int check_dir(struct pidlock *lock)
  * The file system must keep what the protocol stands on: a second open
  * of the path reaches the inode we hold (FUSE file systems built on
  * paths may give each name its own inode), and our kernel locks keep
- * out another open file description (some forward or drop them).  Asked
+ * out another open file description (some forward or drop them), and
+ * not only here (a network file system with no lock manager).  Asked
  * once per handle, on its first lock; where it fails, nothing we could
  * hold would exclude anybody.
  */
@@ -66,6 +67,11 @@ static int check_fs(const struct pidlock *lock)
 {
 	struct stat st;
 	int fd, r = 0;
+
+	/* Our locks keep out this host only: another host's holder would
+	 * be let in (doc/protocol.md, "Never silently local"). */
+	if (remote_locks_local(lock, lock->fd))
+		return -ENOLCK;
 
 	fd = open(lock->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
 			      O_NOCTTY);

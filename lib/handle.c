@@ -15,7 +15,8 @@
  * sign conversion */
 #define ALL_FLAGS ((unsigned int)(KIND_FLAGS | PIDLOCK_NO_SYNC | \
 				  PIDLOCK_PLAIN_PID | PIDLOCK_KEEP_FILE | \
-				  PIDLOCK_EXIT_RELEASES | PIDLOCK_SHARED))
+				  PIDLOCK_EXIT_RELEASES | PIDLOCK_SHARED | \
+				  PIDLOCK_HOST_LOCAL))
 
 /* The path must name a file in a directory: not "", not "dir/", not
  * "." or "..", and it must fit PATH_MAX with its temp-file siblings. */

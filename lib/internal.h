@@ -185,6 +185,7 @@ int proclocks_each(proclocks_fn fn, void *arg, bool *torn);
 
 /* remote.c */
 int remote_same_inode(struct pidlock *lock, int fd, const struct stat *st);
+bool remote_locks_local(const struct pidlock *lock, int fd);
 
 /* lease.c */
 int lease_alone(int fd);

@@ -12,12 +12,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "mounts.h"
 
 static void whole_file(struct flock *fl, short type)
 {
@@ -336,50 +338,18 @@ int klock_holders(dev_t dev, ino_t ino, bool any_dev, struct klock_holders *h)
 	return r;
 }
 
-/* "mnt_id:\t42" in /proc/self/fdinfo/FD; -1 if not there. */
-static int fd_mount_id(int fd)
-{
-	char name[64], buf[512];
-	const char *p;
-	ssize_t n;
-	int ifd, id;
-
-	(void)snprintf(name, sizeof(name), "/proc/self/fdinfo/%d", fd);
-	ifd = open(name, O_RDONLY | O_CLOEXEC);
-	if (ifd < 0)
-		return -1;
-	n = io_read_bounded(ifd, buf, sizeof(buf) - 1);
-	io_close_keep_errno(ifd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	p = strstr(buf, "mnt_id:");
-	if (!p || sscanf(p, "mnt_id: %d", &id) != 1)
-		return -1;
-	return id;
-}
-
 /* Field 3 of mount `id` in /proc/self/mountinfo: its super block's
  * device, which is what /proc/locks prints. */
 static bool mount_dev(int id, dev_t *dev)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[1024];
+	char *line = mounts_line(id);
 	unsigned int maj = 0, min = 0;
-	bool found = false, at_start = true;
-	int mid;
+	bool found;
 
-	if (!f)
+	if (!line)
 		return false;
-	/* A line longer than the buffer comes in pieces: only the first
-	 * piece of each starts with the mount id. */
-	while (!found && fgets(line, sizeof(line), f)) {
-		found = at_start &&
-			sscanf(line, "%d %*d %u:%u", &mid, &maj, &min) == 3 &&
-			mid == id;
-		at_start = strchr(line, '\n') != NULL;
-	}
-	(void)fclose(f);	/* read-only: nothing to flush */
+	found = sscanf(line, "%*d %*d %u:%u", &maj, &min) == 2;
+	free(line);
 	if (found)
 		*dev = makedev(maj, min);
 	return found;
@@ -394,7 +364,7 @@ static bool mount_dev(int id, dev_t *dev)
  */
 bool klock_fd_listed_dev(int fd, dev_t *dev)
 {
-	int id = fd_mount_id(fd);
+	int id = mounts_fd_id(fd);
 
 	return id >= 0 && mount_dev(id, dev);
 }

@@ -15,6 +15,7 @@
 #include <sys/vfs.h>
 
 #include "internal.h"
+#include "mounts.h"
 
 /* f_type of statfs(2), as <linux/magic.h> has them (not every libc's
  * headers carry that file). */
@@ -87,4 +88,23 @@ int remote_same_inode(struct pidlock *lock, int fd, const struct stat *st)
 	if (!caches(lock, fd, st->st_dev))
 		return 0;
 	return reopen_same(lock->path, st);
+}
+
+/*
+ * Does fd's file system keep its locks on this host only (mounts.c)?
+ * Then another host's holder is let in while we hold the lock: refused,
+ * unless the handle says that only this host uses the directory.  Only
+ * network and FUSE file systems have their mount looked up: a local one
+ * costs one fstatfs(2).  Not known is not refused.
+ */
+bool remote_locks_local(const struct pidlock *lock, int fd)
+{
+	struct mounts_local why;
+	struct statfs sf;
+
+	if (lock->flags & PIDLOCK_HOST_LOCAL)
+		return false;
+	if (fstatfs(fd, &sf) < 0 || !caching_client((unsigned long)sf.f_type))
+		return false;
+	return mounts_fd_local(fd, &why) == 1;
 }

@@ -35,6 +35,7 @@ enum {
 	OPT_MODE,
 	OPT_UNLOCK,
 	OPT_SLOTS,
+	OPT_HOST_LOCAL,
 };
 
 /* Modes an option is allowed in, as bits. */
@@ -97,6 +98,9 @@ struct optdef {
 "     --flock-only             take only the flock(2) lock\n" \
 "     --fcntl-only, --fcntl    take only the fcntl(2) lock\n" \
 "     --stale SECONDS          stale timeout for spec-only holders (default %u)\n" \
+"     --host-local             only this host uses the directory: lock where\n" \
+"                              locks exclude only this host (NFS nolock,\n" \
+"                              sshfs, ...), which is refused otherwise\n" \
 " -o, --close                  do not pass the lock descriptor to the command\n" \
 " -F, --exec, --no-fork        run the command in place of pidlock, no fork\n" \
 "     --slots N                a semaphore: hold one of N slots, LOCKFILE.0 to\n" \
@@ -377,6 +381,7 @@ static const struct optdef options[] = {
 	FLAG("flock-only", OPT_FLOCK_ONLY, PIDLOCK_FLOCK_ONLY),
 	FLAG("fcntl-only", OPT_FCNTL_ONLY, PIDLOCK_OFD_ONLY),
 	ALIAS("fcntl", OPT_FCNTL_ONLY, no_argument),
+	FLAG("host-local", OPT_HOST_LOCAL, PIDLOCK_HOST_LOCAL),
 	CALL("stale", OPT_STALE, required_argument, set_stale, M_ALL),
 	BOOL("exec", 'F', exec, M_RUN | M_FD),
 	ALIAS("no-fork", 'F', no_argument),

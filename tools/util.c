@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+/* Built in here too (tools/Makemodule.am); it stands alone. */
+#include "../lib/mounts.h"
 
 /* Writable, so that main() can point argv[0] at it without a cast. */
 char program_name[] = "pidlock";
@@ -114,6 +116,35 @@ static const char *eperm_cause(const char *path, char *buf, size_t size)
 	return NULL;
 }
 
+/*
+ * ENOLCK: our locks would exclude nobody on this file system, or only
+ * this host.  The second is told by the mount of the directory, which
+ * is the lock file's (the refused file is gone again).
+ */
+static const char *enolck_cause(const char *path, char *buf, size_t size)
+{
+	char dir[4096];
+	struct mounts_local why;
+	int fd, local;
+
+	dir_of(path, dir, sizeof(dir));
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	local = mounts_fd_local(fd, &why);
+	(void)close(fd);
+	if (local != 1)
+		return NULL;
+	if (why.option[0])
+		text_set(buf, size, "%s mounted with %s", why.type, why.option);
+	else
+		text_set(buf, size, "%s sends no lock to its server",
+			 why.type);
+	text_add(buf, size, ": its locks exclude only this host; use "
+		 "--host-local if only this host uses the directory");
+	return buf;
+}
+
 /* Anything but a lock file: say so, that nothing changed, and what to do. */
 static void warn_not_lock_file(const char *path)
 {
@@ -136,6 +167,7 @@ void warn_path(const char *path, int err)
 		return;
 	}
 	why = err == EPERM ? eperm_cause(path, buf, sizeof(buf)) :
+	      err == ENOLCK ? enolck_cause(path, buf, sizeof(buf)) :
 	      library_meaning(err);
 	warn_prefix(path);
 	if (!why) {

@@ -29,6 +29,11 @@ class Flags(enum.IntFlag):
     #: A shared (read) lock, in libpidlock versions that have it; others
     #: refuse it (OSError EINVAL).
     SHARED = 1 << 6
+    #: Only this host uses the directory: lock on a file system that
+    #: keeps its locks on this host (NFS nolock, sshfs, ...), which is
+    #: refused otherwise (OSError ENOLCK); libpidlock before 1.3.0
+    #: refuses the flag (OSError EINVAL).
+    HOST_LOCAL = 1 << 7
 
 
 class Kind(enum.IntFlag):
