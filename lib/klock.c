@@ -308,13 +308,14 @@ static void merge_holders(struct klock_holders *h,
  * Every lock the kernel lists on dev/ino: the kinds, whether any is a
  * read (shared) lock, the rows of each family, and the pids it names
  * (flock rows name the process that took the lock; OFD rows say -1).
- * A list too long for one read is read again, and what any reading
- * lists counts: up to TORN_READS readings, or TORN_ENOUGH once a row of
- * the file is found.  h->torn says that a row may still be missing (a
- * reading skips a given row about one time in five under heavy churn).
+ * A list too long for one read is read TORN_READS times, and what any
+ * reading lists counts: a reading skipped a given row about one time in
+ * five under heavy churn, and with several holders (shared ones) the
+ * first rows found say nothing of the others.  h->torn says that a row
+ * may still be missing.  Only inspect, pidlock_holder() and a shared
+ * release ask, and only a long list (over a page) is read again.
  */
 #define TORN_READS 8
-#define TORN_ENOUGH 3
 
 int klock_holders(dev_t dev, ino_t ino, bool any_dev, struct klock_holders *h)
 {
@@ -327,8 +328,6 @@ int klock_holders(dev_t dev, ino_t ino, bool any_dev, struct klock_holders *h)
 	q.h = h;
 	r = proclocks_each(holders_row, &q, &torn);
 	for (int i = 1; r == 0 && torn && i < TORN_READS; i++) {
-		if (i >= TORN_ENOUGH && (h->flock_rows || h->ofd_rows))
-			break;
 		memset(&more, 0, sizeof(more));
 		q.h = &more;
 		r = proclocks_each(holders_row, &q, &torn);

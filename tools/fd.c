@@ -15,7 +15,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <dirent.h>
-#include <linux/kcmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,6 +23,12 @@
 #include <unistd.h>
 
 #include "cli.h"
+
+/* kcmp(2)'s type for "the same open file description", from
+ * <linux/kcmp.h>, which not every libc's headers (musl's) carry. */
+#ifndef KCMP_FILE
+#define KCMP_FILE 0
+#endif
 
 /* The descriptor's file, as the kernel names it: an absolute path, or
  * "/path (deleted)" once it was unlinked (the library then finds that
