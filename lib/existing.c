@@ -225,12 +225,25 @@ static bool pidfile_held(struct pidlock *lock, const struct content *c,
  * A spec-only writer between its O_EXCL create and its write holds the
  * file open.  Nobody else has it open (a write lease tells): no writer
  * is in that window, and the grace has nothing to wait for.  Asked only
- * within the grace, so an old file costs nothing.
+ * within the grace, so an old file costs nothing.  The writer may have
+ * written and closed between our read and the lease: the record is read
+ * again (nobody can change it now), and *st and *c are the new ones.
+ * 1: decided by what the file holds now; 0: wait out the grace.
  */
-static bool nobody_writing(int fd, const struct stat *st,
-			   const struct pidlock *lock)
+static int nobody_writing(int fd, struct stat *st, struct content *c,
+			  const struct pidlock *lock)
 {
-	return io_grace_left_ms(st, lock->grace_ms) > 0 && lease_alone(fd) == 1;
+	bool lock_file;
+	int r;
+
+	if (io_grace_left_ms(st, lock->grace_ms) <= 0 || lease_alone(fd) != 1)
+		return 0;
+	if (fstat(fd, st) < 0)
+		return -errno;
+	r = read_record(fd, st, c, &lock_file);
+	if (r == 0 && !lock_file)
+		r = -EBADMSG;
+	return r < 0 ? r : 1;
 }
 
 /*
@@ -359,8 +372,13 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 		r = -EBADMSG;
 	/* Rule C: incomplete content waits out the grace, then is ours;
 	 * at once if no other description is open, as a writer's is. */
-	if (r == 0 && incomplete(&c) && !nobody_writing(fd, st, lock))
-		r = wait_for_writer(lock, fd, st, &c, deadline);
+	if (r == 0 && incomplete(&c)) {
+		r = nobody_writing(fd, st, &c, lock);
+		if (r == 0)
+			r = wait_for_writer(lock, fd, st, &c, deadline);
+		else if (r > 0)
+			r = 0;
+	}
 	if (r < 0)
 		return r;
 	if (r > 0 && incomplete(&c)) {

@@ -51,13 +51,17 @@ bool inspect_spec_is_stale(const struct content *c, unsigned int stale_sec)
  * Rule C's window: incomplete content within the grace, on a file that
  * somebody else has open (or of which no lease can tell).
  */
-static bool writer_window(int fd, const struct content *c,
-			  const struct stat *st)
+enum window { NO_WINDOW, IN_WINDOW, READ_AGAIN };
+
+static enum window writer_window(int fd, const struct content *c,
+				 const struct stat *st)
 {
-	if (c->marker || content_is_spec(c))
-		return false;
-	return io_grace_left_ms(st, PIDLOCK_DEFAULT_GRACE_MS) > 0 &&
-	       lease_alone(fd) != 1;
+	if (c->marker || content_is_spec(c) ||
+	    io_grace_left_ms(st, PIDLOCK_DEFAULT_GRACE_MS) <= 0)
+		return NO_WINDOW;
+	/* Alone: a writer may have written and closed since our read,
+	 * and nobody can change the file now. */
+	return lease_alone(fd) == 1 ? READ_AGAIN : IN_WINDOW;
 }
 
 static enum pidlock_state classify(unsigned int kernel,
@@ -231,6 +235,7 @@ static int inspect(const char *path, struct pidlock_info *info,
 	struct content c;
 	struct kernel_view kv;
 	struct stat st;
+	enum window win;
 	bool writing;
 	ssize_t n;
 	int fd, r;
@@ -269,8 +274,14 @@ static int inspect(const char *path, struct pidlock_info *info,
 	}
 	kernel_locks(fd, &st, &kv);
 	content_parse(buf, (size_t)n, &c);
-	writing = !kv.kinds && writer_window(fd, &c, &st);
+	win = kv.kinds ? NO_WINDOW : writer_window(fd, &c, &st);
+	if (win == READ_AGAIN && fstat(fd, &st) == 0 &&
+	    (n = io_read_bounded(fd, buf, sizeof(buf))) >= 0)
+		content_parse(buf, (size_t)n, &c);
 	io_close_keep_errno(fd);
+	if (n < 0)
+		return unreadable(info, &st, (int)-n);
+	writing = win == IN_WINDOW;
 	if (!content_is_lock_file(buf, (size_t)n, (int64_t)st.st_size))
 		state = PIDLOCK_STATE_NOT_LOCK_FILE;
 	else

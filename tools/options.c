@@ -527,7 +527,9 @@ static char **shell_command(const char *command)
 
 	shell_argv[0] = (char *)SHELL_PATH;
 	shell_argv[1] = (char *)"-c";
-	shell_argv[2] = (char *)command;
+	/* execvp(3) takes char *const[] but changes no string (POSIX):
+	 * the option table's const string goes in as it is. */
+	memcpy(&shell_argv[2], &command, sizeof(command));
 	shell_argv[3] = NULL;
 	return shell_argv;
 }
