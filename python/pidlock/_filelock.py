@@ -285,7 +285,7 @@ class FileLock(contextlib.ContextDecorator):
     def _apply_mode(self, lock: Lock) -> None:
         """Give the held file exactly self.mode, as filelock does whatever
         the umask; a file of another user keeps its owner's mode."""
-        fd = lock.fileno()
+        fd = _lib.lib.pidlock_fd(lock._live())   # held: a descriptor
         # Looked at first: a chmod is an inotify event (IN_ATTRIB) that
         # wakes every waiter watching the file.
         if stat.S_IMODE(os.fstat(fd).st_mode) == self._mode & 0o7777:
