@@ -139,13 +139,22 @@ def test_many_threads_exclude_each_other(lockpath):
 
 
 def gate_free(path: str) -> bool:
+    """Can another thread take path's turn?  (The gate is an RLock: the
+    thread that holds it could take it again.)"""
     gate = _lock._gates.get(os.path.abspath(path))
     if gate is None:
         return True
-    if not gate.acquire(blocking=False):
-        return False
-    gate.release()
-    return True
+    free = []
+
+    def probe():
+        if gate.acquire(blocking=False):
+            gate.release()
+            free.append(True)
+
+    t = threading.Thread(target=probe)
+    t.start()
+    t.join()
+    return free == [True]
 
 
 def test_interrupt_at_each_call_of_a_contended_wait(lockpath):
@@ -186,24 +195,103 @@ def test_interrupt_at_each_call_of_a_contended_wait(lockpath):
         holder.close()
 
 
+def test_interrupted_wait_passes_the_turn_on(lockpath):
+    """Ctrl-C in a wait whose turn another thread is queued for: the
+    turn passes on, and the other thread waits in the kernel and gets
+    the lock."""
+    holder = Holder(lockpath)
+    main = threading.current_thread()
+    result = []
+
+    def second():
+        try:
+            pidlock.Lock(lockpath).acquire(timeout=30)
+            result.append("acquired")
+        except pidlock.Busy:
+            result.append("busy")
+
+    other = threading.Thread(target=second)
+
+    def interrupt_when_queued():
+        wait_until_waiting([main])
+        other.start()
+        while wait_until_waiting([main, other]) != ["kernel", "gate"]:
+            time.sleep(0.001)
+        signal.pthread_kill(main.ident, signal.SIGUSR2)
+
+    def handler(signum, frame):
+        raise Interrupt()
+
+    old = signal.signal(signal.SIGUSR2, handler)
+    helper = threading.Thread(target=interrupt_when_queued)
+    try:
+        helper.start()
+        with pytest.raises(Interrupt):
+            pidlock.Lock(lockpath).acquire(timeout=30)
+        helper.join()
+        # This thread let go of the turn that the second one queues for
+        # (an RLock: its owner is known)...
+        gate = _lock._gates.get(os.path.abspath(lockpath))
+        assert gate is not None and not gate._is_owned()
+        # ...which goes on into the kernel's wait, and gets the lock.
+        while wait_until_waiting([other]) != ["kernel"]:
+            time.sleep(0.001)
+        holder.release()
+        other.join()
+        assert result == ["acquired"]
+    finally:
+        signal.signal(signal.SIGUSR2, old)
+        holder.close()
+
+
 FORK = textwrap.dedent("""
-    import os, sys, threading
+    import os, sys, threading, time
     import pidlock
     from pidlock import _lock
     path = sys.argv[1]
-    waiter = threading.Thread(target=lambda: pidlock.Lock(path).acquire())
+    done = threading.Event()
+
+    def wait_then_hold():
+        with pidlock.Lock(path):
+            print("waiter holds", flush=True)
+            done.wait()
+
+    waiter = threading.Thread(target=wait_then_hold)
     waiter.start()
-    # Until the waiter has the turn (a gate of its path, locked).
-    while not repr(_lock._gates.get(os.path.abspath(path))).startswith("<locked"):
-        pass
+    # Until the waiter has the turn (a gate of its path, locked); a hang
+    # guard only: the waiter gets there at once.
+    for _ in range(60000):
+        if repr(_lock._gates.get(os.path.abspath(path))).startswith("<locked"):
+            break
+        time.sleep(0.001)
+    else:
+        print("no turn taken", flush=True)
+        sys.exit(1)
     # The waiter has the turn, and waits; a child forked now must not
     # inherit that turn, held by a thread it does not have.
     child = os.fork()
     if child == 0:
+        me = threading.get_ident()
+
+        def say_when_waiting():
+            # Once the child's acquire waits (its turn, or the kernel).
+            while True:
+                frame, names = sys._current_frames().get(me), set()
+                while frame is not None:
+                    names.add(frame.f_code.co_name)
+                    frame = frame.f_back
+                if names & {"_enter_gate", "retrying"}:
+                    print("child waits", flush=True)
+                    return
+                time.sleep(0.001)
+
+        threading.Thread(target=say_when_waiting).start()
         with pidlock.Lock(path):
-            os._exit(0)
+            pass
+        os._exit(0)
     print("forked", flush=True)
     sys.stdin.readline()
+    done.set()
     waiter.join()
     _, status = os.waitpid(child, 0)
     print("child", os.waitstatus_to_exitcode(status), flush=True)
@@ -217,8 +305,12 @@ def test_fork_while_a_thread_waits(lockpath):
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 text=True, start_new_session=True)
         try:
-            assert proc.stdout.readline() == "forked\n"
+            said = {proc.stdout.readline(), proc.stdout.readline()}
+            assert said == {"forked\n", "child waits\n"}
+            # The lock goes to the parent's waiter, then to the child,
+            # which waits for it all along.
             holder.release()
+            assert proc.stdout.readline() == "waiter holds\n"
             proc.stdin.write("go\n")
             proc.stdin.flush()
             # A child stuck on an inherited turn would never exit (the
