@@ -43,8 +43,10 @@ def where(thread: threading.Thread) -> set:
 def wait_until_waiting(threads: list) -> list:
     """Until each thread waits at the gate or in the library, and one at
     least in the library; their places then (a probe, not a timing: the
-    places last until the holder lets go)."""
-    while True:
+    places last until the holder lets go; the deadline only keeps a
+    broken build from hanging the suite)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
         places = []
         for t in threads:
             names = where(t)
@@ -53,6 +55,8 @@ def wait_until_waiting(threads: list) -> list:
         if None not in places and "kernel" in places:
             return places
         time.sleep(0.001)
+    raise AssertionError(f"not waiting: {places}, alive "
+                         f"{[t.is_alive() for t in threads]}")
 
 
 @pytest.mark.parametrize("kind", ["Lock", "FileLock"])
@@ -212,15 +216,23 @@ def test_interrupted_wait_passes_the_turn_on(lockpath):
 
     other = threading.Thread(target=second)
 
+    fired = threading.Event()
+
     def interrupt_when_queued():
         wait_until_waiting([main])
         other.start()
         while wait_until_waiting([main, other]) != ["kernel", "gate"]:
             time.sleep(0.001)
-        signal.pthread_kill(main.ident, signal.SIGUSR2)
+        # Again until it lands: one that comes between two system calls
+        # of the library's wait is only seen when the wait returns.
+        while not fired.is_set():
+            signal.pthread_kill(main.ident, signal.SIGUSR2)
+            fired.wait(0.01)
 
     def handler(signum, frame):
-        raise Interrupt()
+        if not fired.is_set():
+            fired.set()
+            raise Interrupt()
 
     old = signal.signal(signal.SIGUSR2, handler)
     helper = threading.Thread(target=interrupt_when_queued)
