@@ -272,13 +272,12 @@ FORK = textwrap.dedent("""
     waiter.start()
     # Until the waiter has the turn (a gate of its path, locked); a hang
     # guard only: the waiter gets there at once.
-    for _ in range(60000):
-        if repr(_lock._gates.get(os.path.abspath(path))).startswith("<locked"):
-            break
+    deadline = time.monotonic() + 60
+    while not repr(_lock._gates.get(os.path.abspath(path))).startswith("<locked"):
+        if time.monotonic() > deadline:
+            print("no turn taken", flush=True)
+            sys.exit(1)
         time.sleep(0.001)
-    else:
-        print("no turn taken", flush=True)
-        sys.exit(1)
     # The waiter has the turn, and waits; a child forked now must not
     # inherit that turn, held by a thread it does not have.
     child = os.fork()
