@@ -16,7 +16,13 @@ Hand-off: pidlock.FileLock players take turns on one path, as threads of
 one process or as processes; one holds for 2 ms while the others wait
 (1 or 8 of them), notes the time and lets go; the figure is the median
 time from that release to the next holder holding, over --handoffs
-hand-offs.
+hand-offs.  Contended: 20 threads of one process, or 20 processes, each
+take and let go of one path --contended times in a loop (py-filelock's
+threaded tests do this); the figures are acquire+release per second, all
+together, and the CPU time (user and system, of all the players) per
+acquire+release.  A waiter that a release wakes tries again, and a try
+makes, writes and syncs a file: the herd costs CPU, and on a disk
+(--dir) its syncs cost time too.
 
 Runs in /dev/shm by default, like bench/bench; `make bench' runs it with
 the build tree's library (PIDLOCK_LIBRARY, PYTHONPATH).
@@ -101,12 +107,49 @@ def handoff_us(directory: str, waiters: int, threads: bool,
     return statistics.median(lat[:int(board[COUNT])]) * 1e6
 
 
+def contend(path: str, cycles: int) -> None:
+    lock = pidlock.FileLock(path)
+    for _ in range(cycles):
+        with lock:
+            pass
+
+
+CONTENDERS = 20
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its waited-for children."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def contended(directory: str, threads: bool, cycles: int) -> tuple:
+    """(acquire+release per second, CPU microseconds per one)."""
+    path = os.path.join(directory, f"contended-{int(threads)}.lock")
+    if threads:
+        players = [threading.Thread(target=contend, args=(path, cycles))
+                   for _ in range(CONTENDERS)]
+    else:
+        fork = multiprocessing.get_context("fork")
+        players = [fork.Process(target=contend, args=(path, cycles))
+                   for _ in range(CONTENDERS)]
+    start, cpu = time.perf_counter(), cpu_seconds()
+    for p in players:
+        p.start()
+    for p in players:
+        p.join()
+    n = CONTENDERS * cycles
+    return (n / (time.perf_counter() - start),
+            (cpu_seconds() - cpu) / n * 1e6)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--cycles", type=int, default=2000)
     ap.add_argument("--handoffs", type=int, default=300)
+    ap.add_argument("--contended", type=int, default=300)
     args = ap.parse_args()
     results = {name: [] for name, _ in CANDIDATES}
     with tempfile.TemporaryDirectory(prefix="pidlock-pybench.", dir=args.dir) as d:
@@ -129,6 +172,12 @@ def main() -> None:
                   for kind in ("threads", "processes")}
             print(f"  {waiters} waiting: threads of one process "
                   f"{us['threads']:7.0f} us, processes {us['processes']:7.0f} us")
+        print(f"python bench: pidlock.FileLock, {CONTENDERS} contending, "
+              f"{args.contended} cycles each")
+        for kind in ("threads", "processes"):
+            rate, cpu = contended(d, kind == "threads", args.contended)
+            name = "threads of one process" if kind == "threads" else kind
+            print(f"  {name:22} {rate:10.0f}/s  CPU {cpu:6.0f} us per cycle")
 
 
 if __name__ == "__main__":

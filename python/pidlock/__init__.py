@@ -34,10 +34,7 @@ sharing one AsyncLock take their turns, as with asyncio.Lock.
 Paths are checked as os.open() checks them, in every entry point: a
 NUL raises ValueError (the C library would stop reading the path there
 and lock another file), an empty path FileNotFoundError.  Acquire and
-release attempts are logged at DEBUG on the "pidlock" logger.  Threads
-of one process that wait for one path wait in the kernel one at a
-time (the others on a lock of the process), so a hand-off between
-threads costs what one between processes costs.
+release attempts are logged at DEBUG on the "pidlock" logger.
 
 filelock compatibility: ``from pidlock import FileLock, Timeout`` in
 place of ``from filelock import ...``.  FileLock takes filelock's

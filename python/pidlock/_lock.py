@@ -9,7 +9,6 @@ import math
 import os
 import threading
 import time
-import weakref
 from typing import Callable, Optional
 
 from . import _lib, _log
@@ -17,60 +16,6 @@ from ._errors import Busy, raise_for
 from ._types import Flags, LockInfo, PathArg, path_bytes
 
 _INT_MAX = 2**31 - 1
-
-#: The waiting rooms, by absolute path: see _enter_gate().
-_gates: "weakref.WeakValueDictionary[str, threading.RLock]" = weakref.WeakValueDictionary()
-
-
-def _gate_for(key: str) -> "threading.RLock":
-    gate = _gates.get(key)
-    if gate is None:
-        # Two threads that race here make two gates for a moment: each
-        # then waits in the kernel, which excludes all the same.
-        gate = _gates.setdefault(key, threading.RLock())
-    return gate
-
-
-def _new_gates_in_child() -> None:
-    # A gate that another thread held at the fork stays held in the
-    # child, where that thread does not exist.
-    global _gates
-    _gates = weakref.WeakValueDictionary()
-
-
-os.register_at_fork(after_in_child=_new_gates_in_child)
-
-
-def _ms_left(ms: int, start: float) -> int:
-    """What is left of a wait of ms begun at start (-1: no limit)."""
-    if ms < 0:
-        return ms
-    return max(0, math.ceil(ms - (time.monotonic() - start) * 1000))
-
-
-def _enter_gate(gate: "threading.RLock", ms: int) -> int:
-    """A wait for a lock first waits for its process's turn to wait in
-    the kernel: one thread per path and process at a time.  Every
-    release wakes every waiter in the kernel, and each of them then
-    tries again (a file made, written and synced, then given up): with
-    threads of one process waiting there together, each hand-off
-    between them cost that many tries.  Behind the gate, the threads
-    wait on a lock of this process, and each hand-off costs what one
-    between two processes costs.  Returns the ms left for the kernel's
-    wait (0 if the time ran out here: one last try)."""
-    if ms < 0:
-        gate.acquire()
-        return ms
-    start = time.monotonic()
-    if not gate.acquire(timeout=ms / 1000):
-        return 0
-    return _ms_left(ms, start)
-
-
-def _leave_gate(gate: "threading.RLock") -> None:
-    """Idempotent: the clean-up after an interrupt may run it again."""
-    if gate._is_owned():  # type: ignore[attr-defined]
-        gate.release()
 
 
 class _Default:
@@ -134,9 +79,6 @@ class Lock(_lib.Owner):
         self.tag = tag
         if shared:
             flags |= Flags.SHARED
-        # Shared holders do not exclude each other: no turns for them.
-        self._gate_key = (None if flags & Flags.SHARED
-                          else os.path.abspath(self._path))
         handle = _lib.Handle()
         rc = _lib.lib.pidlock_new(ctypes.byref(handle), raw, int(flags))
         if rc < 0:
@@ -186,9 +128,8 @@ class Lock(_lib.Owner):
         lock is not held then, even if the library had just taken it.
         """
         limit = self.timeout if isinstance(timeout, _Default) else timeout
-        asked = ms = timeout_ms(limit)
+        ms = timeout_ms(limit)
         mine = False
-        gate = None
         try:
             with self._guard:
                 handle = self._live()
@@ -196,37 +137,20 @@ class Lock(_lib.Owner):
                 # this call's, and nobody was told of it.
                 mine = self._owner is None
                 self._debug(_log.ATTEMPT_ACQUIRE)
-                rc: Optional[int] = None    # None: the wait is still to do
-                if ms != 0 and self._gate_key is not None:
-                    # A free lock is taken at once, without the gate.
-                    start = time.monotonic()
-                    rc = int(_lib.lib.pidlock_acquire(handle, 0))
-                    if rc in (-errno.EWOULDBLOCK, -errno.EINTR):
-                        if rc == -errno.EWOULDBLOCK:
-                            gate = _gate_for(self._gate_key)
-                        ms = _ms_left(ms, start)
-                        if gate is not None:
-                            ms = _enter_gate(gate, ms)
-                        rc = None
-                if rc is None:
-                    rc = retrying(_lib.lib.pidlock_acquire, handle, ms)
-                if gate is not None:
-                    _leave_gate(gate)
+                rc = retrying(_lib.lib.pidlock_acquire, handle, ms)
                 if rc == 0:
                     self._owner = os.getpid()
                     self._debug(_log.ACQUIRED)
                     return self
         except BaseException:
-            if gate is not None:
-                _lib.settle(lambda: _leave_gate(gate))
             if mine:
                 with self._guard:
                     _lib.settle(self._undo_acquire)
             raise
         if rc in (-errno.EWOULDBLOCK, -errno.ETIMEDOUT):
             # A wait that signals cut into pieces ends with a last try.
-            code = errno.EWOULDBLOCK if asked == 0 else errno.ETIMEDOUT
-            self._debug(_log.FAILED_AT_ONCE if asked == 0 else _log.TIMED_OUT)
+            code = errno.EWOULDBLOCK if ms == 0 else errno.ETIMEDOUT
+            self._debug(_log.FAILED_AT_ONCE if ms == 0 else _log.TIMED_OUT)
             raise Busy(self._path, self.holder(), code)
         raise_for(rc, self._path)
 
