@@ -1,23 +1,42 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Acquire+release per second from Python: pidlock against filelock.
+"""Acquire+release per second from Python: pidlock against filelock;
+and the hand-off between threads of one process against the hand-off
+between processes.
 
     python3 bench/python-bench.py [--dir DIR] [--rounds N] [--cycles N]
+                                  [--handoffs N]
 
 Each lock takes and lets go of a free lock --cycles times per round, in
 turns, one round each in a row so that every lock sees the same machine;
 the figure is the median of the rounds.  The ratio is against
-filelock.FileLock (Debian's python3-filelock).  Runs in /dev/shm by
-default, like bench/bench; `make bench' runs it with the build tree's
-library (PIDLOCK_LIBRARY, PYTHONPATH).
+filelock.FileLock (Debian's python3-filelock).
+
+Hand-off: pidlock.FileLock players take turns on one path, as threads of
+one process or as processes; one holds for 2 ms while the others wait
+(1 or 8 of them), notes the time and lets go; the figure is the median
+time from that release to the next holder holding, over --handoffs
+hand-offs.  Contended: 20 threads of one process, or 20 processes, each
+take and let go of one path --contended times in a loop (py-filelock's
+threaded tests do this); the figures are acquire+release per second, all
+together, and the CPU time (user and system, of all the players) per
+acquire+release.  A waiter that a release wakes tries again, and a try
+makes, writes and syncs a file: the herd costs CPU, and on a disk
+(--dir) its syncs cost time too.
+
+Runs in /dev/shm by default, like bench/bench; `make bench' runs it with
+the build tree's library (PIDLOCK_LIBRARY, PYTHONPATH).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import multiprocessing
 import os
 import statistics
 import tempfile
+import threading
 import time
 
 import filelock
@@ -42,11 +61,95 @@ CANDIDATES = [
 ]
 
 
+# The players' board: who holds (-1: nobody yet), how many hand-offs
+# were noted, and when the last holder let go (time.perf_counter(),
+# CLOCK_MONOTONIC, one clock for every process).
+HOLDER, COUNT, RELEASED = 0, 1, 2
+
+
+def play(me: int, path: str, board, lat, handoffs: int) -> None:
+    lock = pidlock.FileLock(path)
+    while True:
+        lock.acquire()
+        now = time.perf_counter()
+        n = int(board[COUNT])
+        if board[HOLDER] not in (-1, me) and n < handoffs:
+            lat[n] = now - board[RELEASED]
+            board[COUNT] = n + 1
+        board[HOLDER] = me
+        if board[COUNT] >= handoffs:
+            lock.release()
+            return
+        time.sleep(0.002)        # the others are waiting by now
+        board[RELEASED] = time.perf_counter()
+        lock.release()
+        # Queue again only once somebody else has taken over.
+        while board[HOLDER] == me and board[COUNT] < handoffs:
+            time.sleep(0.0001)
+
+
+def handoff_us(directory: str, waiters: int, threads: bool,
+               handoffs: int) -> float:
+    path = os.path.join(directory, f"handoff-{waiters}-{int(threads)}.lock")
+    board = multiprocessing.RawArray(ctypes.c_double, 3)
+    board[HOLDER] = -1
+    lat = multiprocessing.RawArray(ctypes.c_double, handoffs)
+    args = [(me, path, board, lat, handoffs) for me in range(waiters + 1)]
+    if threads:
+        players = [threading.Thread(target=play, args=a) for a in args]
+    else:
+        fork = multiprocessing.get_context("fork")
+        players = [fork.Process(target=play, args=a) for a in args]
+    for p in players:
+        p.start()
+    for p in players:
+        p.join()
+    return statistics.median(lat[:int(board[COUNT])]) * 1e6
+
+
+def contend(path: str, cycles: int) -> None:
+    lock = pidlock.FileLock(path)
+    for _ in range(cycles):
+        with lock:
+            pass
+
+
+CONTENDERS = 20
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its waited-for children."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def contended(directory: str, threads: bool, cycles: int) -> tuple:
+    """(acquire+release per second, CPU microseconds per one)."""
+    path = os.path.join(directory, f"contended-{int(threads)}.lock")
+    if threads:
+        players = [threading.Thread(target=contend, args=(path, cycles))
+                   for _ in range(CONTENDERS)]
+    else:
+        fork = multiprocessing.get_context("fork")
+        players = [fork.Process(target=contend, args=(path, cycles))
+                   for _ in range(CONTENDERS)]
+    start, cpu = time.perf_counter(), cpu_seconds()
+    for p in players:
+        p.start()
+    for p in players:
+        p.join()
+    n = CONTENDERS * cycles
+    return (n / (time.perf_counter() - start),
+            (cpu_seconds() - cpu) / n * 1e6)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--cycles", type=int, default=2000)
+    ap.add_argument("--handoffs", type=int, default=300)
+    ap.add_argument("--contended", type=int, default=300)
     args = ap.parse_args()
     results = {name: [] for name, _ in CANDIDATES}
     with tempfile.TemporaryDirectory(prefix="pidlock-pybench.", dir=args.dir) as d:
@@ -61,6 +164,20 @@ def main() -> None:
         med = statistics.median(rates)
         print(f"  {name:22} {med:10.0f}/s  ratio {med / base:5.2f}"
               f"  (min {min(rates):.0f}, max {max(rates):.0f})")
+    print(f"python bench: pidlock.FileLock hand-off, release to next holder, "
+          f"median of {args.handoffs}")
+    with tempfile.TemporaryDirectory(prefix="pidlock-pybench.", dir=args.dir) as d:
+        for waiters in (1, 8):
+            us = {kind: handoff_us(d, waiters, kind == "threads", args.handoffs)
+                  for kind in ("threads", "processes")}
+            print(f"  {waiters} waiting: threads of one process "
+                  f"{us['threads']:7.0f} us, processes {us['processes']:7.0f} us")
+        print(f"python bench: pidlock.FileLock, {CONTENDERS} contending, "
+              f"{args.contended} cycles each")
+        for kind in ("threads", "processes"):
+            rate, cpu = contended(d, kind == "threads", args.contended)
+            name = "threads of one process" if kind == "threads" else kind
+            print(f"  {name:22} {rate:10.0f}/s  CPU {cpu:6.0f} us per cycle")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,18 @@ static void whole_file(struct flock *fl, short type)
 }
 
 /*
+ * A kernel lock refused with ENOSYS: the file system has no such lock
+ * (flock(2) on some network and FUSE file systems).  Nothing we could
+ * hold there would exclude anybody: pidlock_acquire(3)'s -ENOLCK, "the
+ * file system does not support the kind of lock", rather than the -EIO
+ * that the export filter makes of a code the pages do not list.
+ */
+static int take_error(void)
+{
+	return errno == ENOSYS ? -ENOLCK : -errno;
+}
+
+/*
  * Always flock first, then OFD: two libpidlock waiters then never hold
  * one lock each and wait for the other's.  On failure the caller closes
  * the descriptor, which drops whatever was taken.  `shared`: LOCK_SH and
@@ -45,7 +57,7 @@ int klock_take_mode(int fd, unsigned int kinds, bool shared, bool wait,
 
 	if ((kinds & PIDLOCK_KIND_FLOCK) && flock(fd, op) < 0) {
 		if (errno != EWOULDBLOCK)
-			return -errno;
+			return take_error();
 		*busy = PIDLOCK_KIND_FLOCK;
 		return -EWOULDBLOCK;
 	}
@@ -55,7 +67,7 @@ int klock_take_mode(int fd, unsigned int kinds, bool shared, bool wait,
 	if (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0)
 		return 0;
 	if (errno != EAGAIN && errno != EACCES)
-		return -errno;
+		return take_error();
 	*busy = PIDLOCK_KIND_OFD;
 	return -EWOULDBLOCK;
 }

@@ -31,6 +31,11 @@ lets go.  CPython may run a handler at the first line of __exit__,
 before it has let go: the lock is then held and locked says so.  Tasks
 sharing one AsyncLock take their turns, as with asyncio.Lock.
 
+Paths are checked as os.open() checks them, in every entry point: a
+NUL raises ValueError (the C library would stop reading the path there
+and lock another file), an empty path FileNotFoundError.  Acquire and
+release attempts are logged at DEBUG on the "pidlock" logger.
+
 filelock compatibility: ``from pidlock import FileLock, Timeout`` in
 place of ``from filelock import ...``.  FileLock takes filelock's
 constructor (lock_file, timeout=-1, mode=0o644, thread_local=True, *,
@@ -38,7 +43,13 @@ blocking=True, is_singleton=False), acquire(timeout=None,
 poll_interval=0.05, *, blocking=None) returning a proxy for ``with``,
 release(force=False), is_locked, lock_counter, the nesting count, the
 per-thread holds of thread_local, and Timeout with lock_file (a
-TimeoutError).  What differs:
+TimeoutError, with filelock's str() and repr()).  As filelock does, it
+makes the missing directories of the path (with the umask), gives the
+file exactly ``mode`` whatever the umask, logs its attempts on the
+"filelock" logger with filelock's messages (also handed to the
+handlers of the "pidlock" logger), raises NotImplementedError where
+the file system cannot take the kernel's locks (the library's ENOLCK),
+and keeps each class's singletons apart.  What differs:
 
 * the lock file is removed on release (filelock leaves it); on a path
   that filelock or flock(1) users still share, pass
@@ -46,16 +57,18 @@ TimeoutError).  What differs:
   opens the path and then locks, and would be left holding a removed
   file.  (filelock also truncates the file at each try, so while its
   users wait the record reads empty; the kernel locks still exclude.);
-* a thread that ends holding a thread-local hold lets go of it (its
-  handle is freed); filelock keeps such a lock until the process ends;
 * the file holds the holder's record (pid=, timestamp=, tag=), not
   nothing; a file with other content is refused (OSError EBADMSG), as
-  are symbolic links (ELOOP) and missing directories (ENOENT: filelock
-  3.10 and later create them, this module does not);
+  are symbolic links (ELOOP);
+* a thread that ends holding a thread-local hold lets go of it (its
+  handle is freed); filelock keeps such a lock until the process ends;
 * poll_interval is accepted and not used: a wait wakes when the holder
-  lets go; SoftFileLock, the async filelock classes and ``lifetime``
-  are not provided;
-* Timeout also carries the holder's pid, tag and age.
+  lets go;
+* singletons are keyed by the absolute path, and thread_local and
+  blocking must match too;
+* Timeout also carries the holder's pid, tag and age;
+* SoftFileLock, BaseFileLock, WindowsFileLock, and the async classes and
+  ``lifetime`` of later filelock releases are not provided.
 
 The library is loaded as libpidlock.so.0; the environment variable
 PIDLOCK_LIBRARY names another file (tests in the build tree use

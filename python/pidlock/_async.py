@@ -19,7 +19,7 @@ import time
 from types import TracebackType
 from typing import Deque, Optional, Type
 
-from . import _lib
+from . import _lib, _log
 from ._errors import Busy, raise_for
 from ._lock import DEFAULT, Lock, _Default, timeout_ms
 from ._types import Flags, LockInfo, PathArg, inspect
@@ -46,6 +46,8 @@ class AsyncLock:
         self._lock = Lock(path, timeout=timeout, tag=tag, flags=flags,
                           mode=mode, stale_timeout=stale_timeout,
                           retry_interval=retry_interval, grace=grace)
+        # This AsyncLock reports its attempts itself, under its own id.
+        self._lock._quiet = True
         # The turn: one task at a time acquires and then holds through
         # the handle; the others wait in _queue, each on a future that
         # _pass_turn() sets to True (its turn) or a timer to False.
@@ -90,10 +92,12 @@ class AsyncLock:
                 turn[0] = True
                 self._taken = True
             self._turn_task = task
+            _log.debug(_log.ATTEMPT_ACQUIRE, self, lock.path)
             await self._take(lock, ms, deadline)
             pid = os.getpid()
             lock._owner = pid
             self._holding = True
+            _log.debug(_log.ACQUIRED, self, lock.path)
             return self
         except BaseException:
             # Busy, an error, a cancellation or a signal handler's
@@ -123,6 +127,8 @@ class AsyncLock:
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    _log.debug(_log.FAILED_AT_ONCE if ms == 0 else _log.TIMED_OUT,
+                               self, lock.path)
                     raise Busy(lock.path, holder,
                                errno.EWOULDBLOCK if ms == 0 else errno.ETIMEDOUT)
                 delay = min(delay, left)
@@ -199,7 +205,9 @@ class AsyncLock:
     def release(self) -> None:
         """Let go of the lock; the next waiting task gets its turn."""
         try:
+            _log.debug(_log.ATTEMPT_RELEASE, self, self.path)
             self._lock.release()
+            _log.debug(_log.RELEASED, self, self.path)
         finally:
             if self._holding and self._lock._owner is None:
                 self._holding = False

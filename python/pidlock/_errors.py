@@ -51,6 +51,10 @@ class Timeout(Busy):
     def __str__(self) -> str:
         return f"The file lock '{self.lock_file}' could not be acquired."
 
+    def __repr__(self) -> str:
+        # filelock's: the class and the path, as it was made.
+        return f"{type(self).__name__}({self.lock_file!r})"
+
 
 class BrokenLock(OSError):
     """The path no longer names the file that was locked (ESTALE).

@@ -6,14 +6,16 @@ differs)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import threading
 import warnings
 import weakref
 from types import TracebackType
 from typing import Any, Optional, Type
 
-from . import _lib
+from . import _lib, _log
 from ._errors import Busy, Timeout
 from ._lock import Lock
 from ._types import Flags, PathArg
@@ -62,10 +64,26 @@ class FileLock(contextlib.ContextDecorator):
     share one hold (a second thread's acquire only counts).  tag and
     flags are pidlock's (Flags.KEEP_FILE keeps the file at the path,
     for paths still shared with filelock or flock(1) users).
+
+    As filelock does: missing directories of the path are made at
+    acquire (with the process's umask); the file gets exactly `mode`,
+    whatever the umask (pidlock.Lock applies the umask, and makes no
+    directories); attempts are logged at DEBUG on the "filelock" logger
+    (and handed to the "pidlock" logger's handlers); a file system
+    whose kernel locks cannot be taken raises NotImplementedError; a
+    NUL in the path raises ValueError and an empty path
+    FileNotFoundError, at acquire.  Each subclass has its own table of
+    singletons.
     """
 
     _instances: "weakref.WeakValueDictionary[str, FileLock]" = weakref.WeakValueDictionary()
     _instances_guard = threading.Lock()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A subclass's singletons are its own: FileLock(p) and MyLock(p)
+        # are two objects (and two holds).
+        cls._instances = weakref.WeakValueDictionary()
 
     def __new__(cls, lock_file: PathArg, timeout: float = -1, mode: int = 0o644,
                 thread_local: bool = True, *, blocking: bool = True,
@@ -82,8 +100,10 @@ class FileLock(contextlib.ContextDecorator):
         wanted = (float(timeout), mode, thread_local, blocking)
         have = (found.timeout, found.mode, found.is_thread_local(), found.blocking)
         if wanted != have:
-            raise ValueError(f"singleton lock {key!r} exists with other "
-                             f"arguments {have}, not {wanted}")
+            # The first sentence is filelock's, which programs may match.
+            raise ValueError("Singleton lock instances cannot be initialized "
+                             f"with differing arguments: {key!r} has (timeout, "
+                             f"mode, thread_local, blocking) {have}, not {wanted}")
         return found
 
     def __init__(self, lock_file: PathArg, timeout: float = -1, mode: int = 0o644,
@@ -194,9 +214,11 @@ class FileLock(contextlib.ContextDecorator):
             return False
         try:
             if not self.is_locked:
+                _log.debug_filelock(_log.ATTEMPT_ACQUIRE, self, self._lock_file)
                 self._take(ctx, timeout)
             ctx.counter += 1
             counted[0] = True
+            _log.debug_filelock(_log.ACQUIRED, self, self._lock_file)
         except BaseException:
             # Still under the mutex: an interrupt that came after the
             # Lock was taken leaves a hold that no count knows of.
@@ -223,12 +245,53 @@ class FileLock(contextlib.ContextDecorator):
 
     def _take(self, ctx: _Context, timeout: float) -> None:
         if ctx.lock is None:
-            ctx.lock = Lock(self._lock_file, tag=self._tag, flags=self._flags,
-                            mode=self._mode)
+            lock = Lock(self._lock_file, tag=self._tag, flags=self._flags,
+                        mode=self._mode)
+            lock._quiet = True   # this FileLock logs, on filelock's logger
+            ctx.lock = lock
+        wait = None if timeout < 0 else timeout
         try:
-            ctx.lock.acquire(None if timeout < 0 else timeout)
+            try:
+                ctx.lock.acquire(wait)
+            except FileNotFoundError:
+                if not self._make_parents():
+                    raise
+                ctx.lock.acquire(wait)
         except Busy as busy:
+            _log.debug_filelock(_log.FAILED_AT_ONCE if timeout == 0
+                                else _log.TIMED_OUT, self, self._lock_file)
             raise Timeout(self._lock_file, busy.holder, busy.errno) from None
+        except OSError as exc:
+            if exc.errno != errno.ENOLCK:
+                raise
+            # The library's "the kernel could not take a lock" (no
+            # flock(2) on this file system, or locks that exclude
+            # nobody): filelock reports a file system without flock(2)
+            # so.
+            raise NotImplementedError(
+                f"{self._lock_file}: the file system does not take the "
+                "kernel locks that pidlock needs (ENOLCK)") from exc
+        self._apply_mode(ctx.lock)
+
+    def _make_parents(self) -> bool:
+        """Make the missing directories of the path, with the process's
+        umask, as filelock does; False if none was missing."""
+        parent = os.path.dirname(self._lock_file)
+        if not parent or os.path.isdir(parent):
+            return False
+        os.makedirs(parent, exist_ok=True)
+        return True
+
+    def _apply_mode(self, lock: Lock) -> None:
+        """Give the held file exactly self.mode, as filelock does whatever
+        the umask; a file of another user keeps its owner's mode."""
+        fd = _lib.lib.pidlock_fd(lock._live())   # held: a descriptor
+        # Looked at first: a chmod is an inotify event (IN_ATTRIB) that
+        # wakes every waiter watching the file.
+        if stat.S_IMODE(os.fstat(fd).st_mode) == self._mode & 0o7777:
+            return
+        with contextlib.suppress(PermissionError):
+            os.fchmod(fd, self._mode)
 
     def release(self, force: bool = False) -> None:
         """Count one nesting level down; let go at 0 (at once if force).
@@ -247,7 +310,9 @@ class FileLock(contextlib.ContextDecorator):
                     todo[0] = False
                 if ctx.counter <= 0:
                     ctx.counter = 0
+                    _log.debug_filelock(_log.ATTEMPT_RELEASE, self, self._lock_file)
                     _let_go_uncounted(ctx)
+                    _log.debug_filelock(_log.RELEASED, self, self._lock_file)
 
         _lib.settle(step)
 

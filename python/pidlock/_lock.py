@@ -11,9 +11,9 @@ import threading
 import time
 from typing import Callable, Optional
 
-from . import _lib
+from . import _lib, _log
 from ._errors import Busy, raise_for
-from ._types import Flags, LockInfo, PathArg
+from ._types import Flags, LockInfo, PathArg, path_bytes
 
 _INT_MAX = 2**31 - 1
 
@@ -55,7 +55,14 @@ class Lock(_lib.Owner):
     threads exclude each other.  After os.fork() a child that did not
     refresh() the lock does not own it: its release() only closes its
     descriptor, as does the Lock's finalizer; the file stays.
+
+    A path with a NUL raises ValueError, an empty one FileNotFoundError,
+    as os.open() does.  Acquire and release attempts are logged at DEBUG
+    on the "pidlock" logger.
     """
+
+    #: FileLock's handles report through FileLock, on filelock's logger.
+    _quiet = False
 
     def __init__(self, path: PathArg, *, timeout: Optional[float] = None,
                  tag: Optional[str] = None, flags: Flags = Flags.NONE,
@@ -63,7 +70,7 @@ class Lock(_lib.Owner):
                  stale_timeout: Optional[float] = None,
                  retry_interval: Optional[float] = None,
                  grace: Optional[float] = None) -> None:
-        raw = os.fsencode(path)
+        raw = path_bytes(path)
         self._path = os.fsdecode(raw)
         self._handle: Optional[int] = None
         self._owner: Optional[int] = None
@@ -129,9 +136,11 @@ class Lock(_lib.Owner):
                 # Not held before: a hold found after an exception is
                 # this call's, and nobody was told of it.
                 mine = self._owner is None
+                self._debug(_log.ATTEMPT_ACQUIRE)
                 rc = retrying(_lib.lib.pidlock_acquire, handle, ms)
                 if rc == 0:
                     self._owner = os.getpid()
+                    self._debug(_log.ACQUIRED)
                     return self
         except BaseException:
             if mine:
@@ -141,8 +150,13 @@ class Lock(_lib.Owner):
         if rc in (-errno.EWOULDBLOCK, -errno.ETIMEDOUT):
             # A wait that signals cut into pieces ends with a last try.
             code = errno.EWOULDBLOCK if ms == 0 else errno.ETIMEDOUT
+            self._debug(_log.FAILED_AT_ONCE if ms == 0 else _log.TIMED_OUT)
             raise Busy(self._path, self.holder(), code)
         raise_for(rc, self._path)
+
+    def _debug(self, msg: str) -> None:
+        if not self._quiet:
+            _log.debug(msg, self, self._path)
 
     def _undo_acquire(self) -> None:
         # pidlock_fd() tells whether the handle holds: if so, the hold
@@ -164,9 +178,13 @@ class Lock(_lib.Owner):
         """
         try:
             with self._guard:
-                rc = _let_go(self._live(), self._owner)
+                handle = self._live()
+                self._debug(_log.ATTEMPT_RELEASE)
+                rc = _let_go(handle, self._owner)
                 if rc not in (-errno.EINVAL, -errno.ENOLCK):
                     self._owner = None
+                if rc == 0:
+                    self._debug(_log.RELEASED)
         except BaseException:
             with self._guard:
                 _lib.settle(self._finish_release)

@@ -8,10 +8,10 @@ import errno
 import os
 from typing import Optional
 
-from . import _lib
+from . import _lib, _log
 from ._errors import Busy, raise_for
 from ._lock import DEFAULT, _Default, retrying, timeout_ms
-from ._types import Flags, PathArg
+from ._types import Flags, PathArg, path_bytes
 
 
 class Slots(_lib.Owner):
@@ -24,13 +24,14 @@ class Slots(_lib.Owner):
     its own: a holder killed with SIGKILL frees its slot at once, and a
     wait wakes when any slot frees.  Every user of the path must give
     the same n.  As a context manager, the with-block holds one slot.
-    A Slots is for one thread at a time.
+    A Slots is for one thread at a time.  Paths are checked as for Lock
+    (a NUL: ValueError); attempts are logged on the "pidlock" logger.
     """
 
     def __init__(self, path: PathArg, n: int, *,
                  timeout: Optional[float] = None,
                  flags: Flags = Flags.NONE) -> None:
-        raw = os.fsencode(path)
+        raw = path_bytes(path)
         self._path = os.fsdecode(raw)
         self._handle: Optional[int] = None
         self.timeout = timeout
@@ -69,9 +70,11 @@ class Slots(_lib.Owner):
         try:
             handle = self._live()
             mine = self.slot is None
+            _log.debug(_log.ATTEMPT_ACQUIRE, self, self._path)
             rc = retrying(_lib.lib.pidlock_slots_acquire, handle, ms)
             if rc >= 0:
                 self.slot = rc
+                _log.debug(_log.ACQUIRED, self, f"{self._path}.{rc}")
                 return rc
         except BaseException:
             if mine:
@@ -79,6 +82,8 @@ class Slots(_lib.Owner):
             raise
         if rc in (-errno.EWOULDBLOCK, -errno.ETIMEDOUT):
             code = errno.EWOULDBLOCK if ms == 0 else errno.ETIMEDOUT
+            _log.debug(_log.FAILED_AT_ONCE if ms == 0 else _log.TIMED_OUT,
+                       self, self._path)
             raise Busy(self._path, None, code)
         raise_for(rc, self._path)
 
@@ -94,9 +99,14 @@ class Slots(_lib.Owner):
         """Let go of the slot held; OSError(ENOLCK) if none is.  An
         interrupted release still lets go."""
         try:
-            rc = _lib.lib.pidlock_slots_release(self._live())
+            handle = self._live()
+            held = self.slot
+            _log.debug(_log.ATTEMPT_RELEASE, self, self._path)
+            rc = _lib.lib.pidlock_slots_release(handle)
             if rc != -errno.ENOLCK:
                 self.slot = None
+            if rc == 0:
+                _log.debug(_log.RELEASED, self, f"{self._path}.{held}")
         except BaseException:
             _lib.settle(self._let_go_untold)
             raise

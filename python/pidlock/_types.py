@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import errno
 import os
 import time
 from dataclasses import dataclass
@@ -14,6 +15,20 @@ from . import _lib
 from ._errors import raise_for
 
 PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+
+def path_bytes(path: PathArg) -> bytes:
+    """The path as the C library is given it, checked as os.open() checks
+    a path.  The library takes a C string, which ends at the first NUL:
+    "dir/real\\0suffix" would reach it as "dir/real", a file the caller
+    did not name, so a NUL raises ValueError.  An empty path names no
+    file: FileNotFoundError (ENOENT), not the library's EINVAL."""
+    raw = os.fsencode(path)
+    if b"\0" in raw:
+        raise ValueError("embedded null byte")
+    if not raw:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), "")
+    return raw
 
 
 class Flags(enum.IntFlag):
@@ -133,7 +148,7 @@ def inspect(path: PathArg, *, stale_timeout: float = 0) -> LockInfo:
     that cannot be looked at (a directory, a symbolic link, ...); a
     missing or unreadable file is a state, not an error.
     """
-    raw = os.fsencode(path)
+    raw = path_bytes(path)
     info = _lib.Info()
     rc = _lib.lib.pidlock_inspect(raw, ctypes.byref(info), int(stale_timeout))
     if rc < 0:

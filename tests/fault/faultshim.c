@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,12 +39,13 @@ static struct {
 	int hit;		/* faults injected */
 	int notmpfile;		/* -1: read the environment first */
 	int norename;		/* -1: read the environment first */
+	int noflock;		/* -1: read the environment first */
 	int nowatch;
 	fault_hook created;	/* once, after an O_EXCL create */
 	fault_fd_hook closing;	/* once, before close(closing_fd) */
 	int closing_fd;
 	char path[4096];	/* path argument of the failed call, if any */
-} st = { .notmpfile = -1, .norename = -1 };
+} st = { .notmpfile = -1, .norename = -1, .noflock = -1 };
 
 EXPORT void fault_arm(enum fault_fn fn, int nth, int err)
 {
@@ -103,6 +105,11 @@ EXPORT void fault_notmpfile(int on)
 EXPORT void fault_norename(int on)
 {
 	st.norename = on;
+}
+
+EXPORT void fault_noflock(int on)
+{
+	st.noflock = on;
 }
 
 EXPORT void fault_nowatch(int on)
@@ -363,6 +370,23 @@ EXPORT int renameat2(int ofd, const char *old, int nfd, const char *new,
 	return real_renameat2(ofd, old, nfd, new, fl);
 }
 #endif
+
+EXPORT int flock(int fd, int op)
+{
+	REAL(int, flock, (int, int));
+
+	if (st.noflock < 0) {
+		const char *e = getenv("FAULT_NOFLOCK");
+
+		st.noflock = e && e[0] == '1';
+	}
+	if (st.noflock) {
+		st.hit++;
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_flock(fd, op);
+}
 
 EXPORT int inotify_add_watch(int fd, const char *path, uint32_t mask)
 {

@@ -30,6 +30,9 @@ void fault_notmpfile(int on);
 /* Refuse renameat2(RENAME_NOREPLACE) with EINVAL, as a file system
  * without it does; also FAULT_NORENAME=1 in the environment. */
 void fault_norename(int on);
+/* Every flock(2) fails with ENOSYS, as on a file system without it;
+ * also FAULT_NOFLOCK=1 in the environment (a preloaded shim). */
+void fault_noflock(int on);
 /* Every inotify_add_watch(2) fails with ENOSPC, as with the user's
  * watch quota used up; fault_hits() counts them. */
 void fault_nowatch(int on);

@@ -447,6 +447,32 @@ START_TEST(test_in_place_window)
 }
 END_TEST
 
+/*
+ * A file system without flock(2): the lock cannot be taken there, and
+ * the answer is -ENOLCK, the code pidlock_acquire(3) gives for a lock
+ * the file system does not support, not -EIO; nothing is left behind,
+ * and the handle works once flock(2) does.
+ */
+START_TEST(test_no_flock)
+{
+	struct pidlock *lock;
+
+	fresh_dir();
+	ck_assert_int_eq(pidlock_new(&lock, path, 0), 0);
+	fault_noflock(1);
+	ck_assert_int_eq(pidlock_acquire(lock, 0), -ENOLCK);
+	ck_assert_int_eq(pidlock_acquire(lock, 200), -ENOLCK);
+	ck_assert_int_gt(fault_hits(), 0);
+	fault_noflock(0);
+	ck_assert(!tu_exists(path));
+	ck_assert_int_eq(rmdir(dir), 0);	/* no temp file either */
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
+	ck_assert_int_eq(pidlock_release(lock), 0);
+	pidlock_free(lock);
+}
+END_TEST
+
 static volatile int forked;
 static pid_t fork_child = -1;
 
@@ -613,6 +639,7 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc, test_named_path_runs);
 	tcase_add_test(tc, test_wait_without_watches);
 	tcase_add_test(tc, test_in_place_window);
+	tcase_add_test(tc, test_no_flock);
 	tcase_add_test(tc, fork_waits_for_release_close);
 	tcase_add_test(tc, release_sees_fork_under_way);
 	tcase_add_test(tc, test_create);

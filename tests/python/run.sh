@@ -22,7 +22,10 @@ done
 PIDLOCK_LIBRARY=$lib
 PYTHONPATH=$(cd "$srcdir" && pwd)/python${PYTHONPATH:+:$PYTHONPATH}
 PIDLOCK_TEST_LAYOUT=$top/tests/python/layout
-export PIDLOCK_LIBRARY PYTHONPATH PIDLOCK_TEST_LAYOUT
+# The fault shim (built by make check) for the tests of a file system
+# without flock(2).
+PIDLOCK_TEST_FAULTSHIM=$top/tests/fault/.libs/libfaultshim.so
+export PIDLOCK_LIBRARY PYTHONPATH PIDLOCK_TEST_LAYOUT PIDLOCK_TEST_FAULTSHIM
 # A library built with sanitizers needs their runtimes first in python3.
 case "${SAN_CFLAGS:-}" in
 *address*)

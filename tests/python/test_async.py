@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import gc
 import os
 import signal
 
@@ -15,6 +16,10 @@ from helpers import Holder
 
 
 def open_fds() -> set:
+    # Garbage of earlier tests first (a subprocess's pipes, closed when
+    # it is collected): a collection during the test would change the
+    # count.
+    gc.collect()
     return set(os.listdir("/proc/self/fd"))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import pathlib
 
 import pytest
 
@@ -55,13 +56,69 @@ def test_symlink_is_refused(tmp_path, take):
     assert (snapshot(link), snapshot(target), dir_listing(tmp_path)) == before
 
 
-@pytest.mark.parametrize("take", TAKERS)
+# FileLock makes missing directories, as filelock does (test_filelock.py).
+@pytest.mark.parametrize("take", [take_lock, take_async])
 def test_missing_directory(tmp_path, take):
     path = str(tmp_path / "no" / "such" / "a.lock")
     with pytest.raises(FileNotFoundError) as exc:
         take(path)
     assert exc.value.errno == errno.ENOENT
     assert dir_listing(tmp_path) == []
+
+
+def take_slots(path) -> None:
+    pidlock.Slots(path, 2, timeout=0).acquire()
+
+
+def look(path) -> None:
+    pidlock.inspect(path)
+
+
+# Every entry point that takes a path.  The C library is given a C
+# string: a NUL would cut the path short, and the part before it names
+# another file, which would be locked (or inspected) in its place.
+ENTRY_POINTS = [take_lock, take_filelock, take_async, take_slots, look]
+
+
+@pytest.mark.parametrize("form", [str, bytes, pathlib.Path])
+@pytest.mark.parametrize("use", ENTRY_POINTS)
+def test_nul_in_path_is_refused(tmp_path, use, form):
+    real = tmp_path / "real"
+    held = tmp_path / "held"
+    holder = pidlock.Lock(held, tag="the other file")
+    holder.acquire()
+    try:
+        before = dir_listing(tmp_path), snapshot(str(held))
+        for cut in (str(real) + "\0suffix", str(held) + "\0suffix"):
+            arg = os.fsencode(cut) if form is bytes else form(cut)
+            with pytest.raises(ValueError, match="embedded null byte"):
+                use(arg)
+        # Nothing made at the path before the NUL, nothing changed at
+        # the held one's.
+        assert (dir_listing(tmp_path), snapshot(str(held))) == before
+        assert holder.locked
+    finally:
+        holder.release()
+
+
+@pytest.mark.parametrize("use", ENTRY_POINTS)
+def test_empty_path_is_not_found(tmp_path, monkeypatch, use):
+    # As os.open(""): FileNotFoundError, not the library's EINVAL.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError) as exc:
+        use("")
+    assert exc.value.errno == errno.ENOENT and exc.value.filename == ""
+    assert dir_listing(tmp_path) == []
+
+
+def test_filelock_refuses_bad_paths_at_acquire_only(tmp_path):
+    # filelock's constructor takes any path; its acquire refuses it.
+    for path, error in (("", FileNotFoundError), ("x\0y", ValueError)):
+        lock = pidlock.FileLock(path)
+        assert not lock.is_locked
+        with pytest.raises(error):
+            lock.acquire()
+        assert not lock.is_locked and lock.lock_counter == 0
 
 
 @pytest.mark.parametrize("take", TAKERS)
