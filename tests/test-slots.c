@@ -286,11 +286,13 @@ START_TEST(sigkilled_holder_frees_slot)
 {
 	struct pidlock_slots *s = new_slots(2, 0);
 	struct tu_child c[2], wc;
-	int k[2];
+	int k[2], got;
 
 	full_with_waiter(c, k, &wc, _i);
 	tu_kill(&c[0]);
-	ck_assert_int_eq(tu_wait_signal(&wc) - '0', k[0]);
+	got = tu_wait_signal(&wc);
+	ck_assert_msg(got - '0' == k[0], "the waiter said %d, not slot %d "
+		      "(exit status %d)", got, k[0], got ? -1 : tu_join(&wc));
 	tu_kill(&wc);
 	/* Killed too: its slot is free for a try at once. */
 	ck_assert_int_eq(pidlock_slots_acquire(s, 0), k[0]);
