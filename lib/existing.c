@@ -236,7 +236,10 @@ static int nobody_writing(int fd, struct stat *st, struct content *c,
 	bool lock_file;
 	int r;
 
-	if (io_grace_left_ms(st, lock->grace_ms) <= 0 || lease_alone(fd) != 1)
+	if (io_grace_left_ms(st, lock->grace_ms) <= 0)
+		return 0;
+	lease_wait_min_age(st, lock->grace_ms);
+	if (lease_alone(fd) != 1)
 		return 0;
 	if (fstat(fd, st) < 0)
 		return -errno;

@@ -189,6 +189,7 @@ bool remote_locks_local(const struct pidlock *lock, int fd);
 
 /* lease.c */
 int lease_alone(int fd);
+void lease_wait_min_age(const struct stat *st, unsigned int grace_ms);
 int lease_open(const char *path, int flags);
 
 /* handle.c */

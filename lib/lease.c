@@ -54,6 +54,30 @@ static int owner_restore(int fd, const struct fd_owner *o)
 }
 
 /*
+ * An O_EXCL create makes the name visible a moment before its creator's
+ * open counts as a writer (the kernel creates the inode, then opens it):
+ * in that moment nobody else seems to have the file open.  So a file is
+ * asked about only once it is LEASE_MIN_AGE_MS old by its mtime (which
+ * the kernel stamps a clock tick late at most), and a younger one is
+ * waited for, that long at most.  A creator stalled inside open(2) for
+ * longer than that is a margin (doc/protocol.md, rule C).
+ */
+#define LEASE_MIN_AGE_MS 10
+
+void lease_wait_min_age(const struct stat *st, unsigned int grace_ms)
+{
+	int64_t left = io_grace_left_ms(st, grace_ms);
+	int64_t age = (int64_t)grace_ms - left;
+	struct timespec pause = { 0 };
+
+	if (left <= 0 || age >= LEASE_MIN_AGE_MS)
+		return;
+	pause.tv_nsec = (long)(LEASE_MIN_AGE_MS - age) * 1000000L;
+	while (nanosleep(&pause, &pause) < 0 && errno == EINTR)
+		;
+}
+
+/*
  * Is fd's open file description the only one on its inode?  A write
  * lease is granted only then (fcntl(2)), and is given back at once.
  * 1: alone; 0: another description is open (a writer between its
