@@ -123,6 +123,7 @@ struct kernel_view {
 	bool shared;
 	bool hidden;
 	unsigned int holders;
+	int readings;		/* of a torn /proc/locks, klock_holders_n() */
 };
 
 static void query_ofd(int fd, struct kernel_view *kv)
@@ -145,16 +146,17 @@ static int listed(int fd, const struct stat *st, const struct kernel_view *kv,
 		  struct klock_holders *h)
 {
 	dev_t dev;
-	int r = klock_holders(st->st_dev, st->st_ino, false, h);
+	int r = klock_holders_n(st->st_dev, st->st_ino, false, h, kv->readings);
 
 	/* Our inode number under another device: where /proc/locks lists
 	 * this file (btrfs), if the mount says; else any device, if the
 	 * kernel says the file is locked at all. */
 	if (r == 0 && h->elsewhere && fd >= 0 && klock_fd_listed_dev(fd, &dev) &&
 	    dev != st->st_dev)
-		r = klock_holders(dev, st->st_ino, false, h);
+		r = klock_holders_n(dev, st->st_ino, false, h, kv->readings);
 	else if (r == 0 && !h->kinds && h->elsewhere && kv->kinds)
-		r = klock_holders(st->st_dev, st->st_ino, true, h);
+		r = klock_holders_n(st->st_dev, st->st_ino, true, h,
+				    kv->readings);
 	return r;
 }
 
@@ -188,12 +190,14 @@ static void probe_flock(int fd, const struct stat *st, int r,
 		kv->hidden = true;
 }
 
-static void kernel_locks(int fd, const struct stat *st, struct kernel_view *kv)
+static void kernel_locks(int fd, const struct stat *st, struct kernel_view *kv,
+			 int readings)
 {
 	struct klock_holders h;
 	int r;
 
 	memset(kv, 0, sizeof(*kv));
+	kv->readings = readings;
 	if (fd >= 0)
 		query_ofd(fd, kv);
 	r = listed(fd, st, kv, &h);
@@ -216,7 +220,7 @@ static int unreadable(struct pidlock_info *info, const struct stat *st,
 	struct content none;
 	struct kernel_view kv;
 
-	kernel_locks(-1, st, &kv);
+	kernel_locks(-1, st, &kv, KLOCK_TORN_READS);
 	memset(&none, 0, sizeof(none));
 	inspect_fill_info(info, kv.kinds ? PIDLOCK_STATE_HELD
 					 : PIDLOCK_STATE_UNREADABLE, kv.kinds,
@@ -229,7 +233,7 @@ static int unreadable(struct pidlock_info *info, const struct stat *st,
 }
 
 static int inspect(const char *path, struct pidlock_info *info,
-		   unsigned int stale_sec)
+		   unsigned int stale_sec, int readings)
 {
 	char buf[CONTENT_READ_MAX];
 	enum pidlock_state state;
@@ -273,7 +277,7 @@ static int inspect(const char *path, struct pidlock_info *info,
 		io_close_keep_errno(fd);
 		return unreadable(info, &st, (int)-n);
 	}
-	kernel_locks(fd, &st, &kv);
+	kernel_locks(fd, &st, &kv, readings);
 	content_parse(buf, (size_t)n, &c);
 	win = kv.kinds ? NO_WINDOW : writer_window(fd, &c, &st);
 	if (win == READ_AGAIN && fstat(fd, &st) == 0 &&
@@ -301,7 +305,14 @@ static int inspect(const char *path, struct pidlock_info *info,
 PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
 				   unsigned int stale_sec)
 {
-	return io_rc_filter(inspect(path, info, stale_sec));
+	return io_rc_filter(inspect(path, info, stale_sec, KLOCK_TORN_READS));
+}
+
+/* Whether, not by whom: one reading of a torn /proc/locks (slots.c). */
+int inspect_state(const char *path, struct pidlock_info *info,
+		  unsigned int stale_sec)
+{
+	return io_rc_filter(inspect(path, info, stale_sec, 1));
 }
 
 /*
@@ -320,7 +331,7 @@ static uint32_t still_hidden(const struct pidlock *lock)
 		return 0;
 	if (fstat(fd, &st) == 0 && st.st_dev == lock->holder_dev &&
 	    st.st_ino == lock->holder_ino)
-		kernel_locks(fd, &st, &kv);
+		kernel_locks(fd, &st, &kv, KLOCK_TORN_READS);
 	else
 		kv.hidden = false;
 	io_close_keep_errno(fd);

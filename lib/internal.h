@@ -158,6 +158,9 @@ struct klock_holders {
 	pid_t pids[KLOCK_PIDS_MAX];	/* pids named, in /proc/locks order */
 };
 int klock_holders(dev_t dev, ino_t ino, bool any_dev, struct klock_holders *h);
+#define KLOCK_TORN_READS 8
+int klock_holders_n(dev_t dev, ino_t ino, bool any_dev,
+		    struct klock_holders *h, int readings);
 int klock_test(int fd, unsigned int kinds, unsigned int *held);
 int klock_query_ofd(int fd, pid_t *pid);
 int klock_probe_flock(int fd);
@@ -255,6 +258,8 @@ bool writer_running(pid_t pid);
 
 /* inspect.c */
 bool inspect_spec_is_stale(const struct content *c, unsigned int stale_sec);
+int inspect_state(const char *path, struct pidlock_info *info,
+		  unsigned int stale_sec);
 void inspect_fill_info(struct pidlock_info *info, enum pidlock_state state,
 		       unsigned int kernel, const struct content *c,
 		       const struct stat *st);

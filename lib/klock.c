@@ -320,16 +320,23 @@ static void merge_holders(struct klock_holders *h,
  * Every lock the kernel lists on dev/ino: the kinds, whether any is a
  * read (shared) lock, the rows of each family, and the pids it names
  * (flock rows name the process that took the lock; OFD rows say -1).
- * A list too long for one read is read TORN_READS times, and what any
+ * A list too long for one read is read KLOCK_TORN_READS times, and what any
  * reading lists counts: a reading skipped a given row about one time in
  * five under heavy churn, and with several holders (shared ones) the
  * first rows found say nothing of the others.  h->torn says that a row
  * may still be missing.  Only inspect, pidlock_holder() and a shared
  * release ask, and only a long list (over a page) is read again.
  */
-#define TORN_READS 8
-
 int klock_holders(dev_t dev, ino_t ino, bool any_dev, struct klock_holders *h)
+{
+	return klock_holders_n(dev, ino, any_dev, h, KLOCK_TORN_READS);
+}
+
+/* As klock_holders(), reading a torn list `readings` times at most: 1
+ * for a caller that only asks whether the file is held, and probes
+ * where the list is torn (slots' looks, in every round of a wait). */
+int klock_holders_n(dev_t dev, ino_t ino, bool any_dev,
+		    struct klock_holders *h, int readings)
 {
 	struct klock_holders more;
 	struct holders_query q = { dev, ino, any_dev, NULL };
@@ -339,7 +346,7 @@ int klock_holders(dev_t dev, ino_t ino, bool any_dev, struct klock_holders *h)
 	memset(h, 0, sizeof(*h));
 	q.h = h;
 	r = proclocks_each(holders_row, &q, &torn);
-	for (int i = 1; r == 0 && torn && i < TORN_READS; i++) {
+	for (int i = 1; r == 0 && torn && i < readings; i++) {
 		memset(&more, 0, sizeof(more));
 		q.h = &more;
 		r = proclocks_each(holders_row, &q, &torn);

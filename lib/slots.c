@@ -195,7 +195,7 @@ static bool held_otherwise(const struct pidlock_slots *s, unsigned int k)
 	const struct pidlock *l = s->locks[k];
 	struct pidlock_info info;
 
-	if (pidlock_inspect(l->path, &info, l->stale_sec) < 0)
+	if (inspect_state(l->path, &info, l->stale_sec) < 0)
 		return false;	/* the acquire says why */
 	return info.state == PIDLOCK_STATE_HELD ||
 	       info.state == PIDLOCK_STATE_HELD_SPEC ||

@@ -290,7 +290,7 @@ START_TEST(sigkilled_holder_frees_slot)
 
 	full_with_waiter(c, k, &wc, _i);
 	tu_kill(&c[0]);
-	got = tu_wait_signal(&wc);
+	got = (unsigned char)tu_wait_signal(&wc);
 	ck_assert_msg(got - '0' == k[0], "the waiter said %d, not slot %d "
 		      "(exit status %d)", got, k[0], got ? -1 : tu_join(&wc));
 	tu_kill(&wc);
