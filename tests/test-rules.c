@@ -309,8 +309,11 @@ TU_LOCK_TEST(long_lock_list_read_in_pieces, 0)
 	close(holder);
 	ck_assert_msg(missed == 0, "%d of %d looks found the flock free",
 		      missed, LIST_LOOKS);
-	ck_assert_msg(nameless == 0, "%d of %d looks did not name the holder",
-		      nameless, LIST_LOOKS);
+	/* A reading skips the row about one time in five under this churn:
+	 * one reading (the mutation K2) misses the pid in some 300 looks,
+	 * eight in none or one.  More than 1 in 50 is the one reading. */
+	ck_assert_msg(nameless <= LIST_LOOKS / 50, "%d of %d looks did not "
+		      "name the holder", nameless, LIST_LOOKS);
 }
 
 /* ---- release and forked sharers --------------------------------------- */
