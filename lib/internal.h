@@ -190,6 +190,9 @@ int proclocks_each(proclocks_fn fn, void *arg, bool *torn);
 int remote_same_inode(struct pidlock *lock, int fd, const struct stat *st);
 bool remote_locks_local(const struct pidlock *lock, int fd);
 
+/* How create.c publishes (struct pidlock's link_mode). */
+enum { PUB_RENAME = 0, PUB_TMPFILE, PUB_TMPFILE_PROC, PUB_IN_PLACE };
+
 /* lease.c */
 int lease_alone(int fd);
 void lease_wait_min_age(const struct stat *st, unsigned int grace_ms);

@@ -9,6 +9,7 @@ import os
 import threading
 
 import pidlock
+from helpers import assert_gone_after_contention
 
 
 def test_many_threads_exclude_each_other(lockpath):
@@ -28,4 +29,5 @@ def test_many_threads_exclude_each_other(lockpath):
         t.start()
     for t in threads:
         t.join()
-    assert most[0] == 1 and not os.path.exists(lockpath)
+    assert most[0] == 1
+    assert_gone_after_contention(lockpath)
