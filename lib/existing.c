@@ -236,11 +236,7 @@ static int nobody_writing(int fd, struct stat *st, struct content *c,
 	bool lock_file;
 	int r;
 
-	/* Where we publish in place ourselves (no O_TMPFILE, no
-	 * RENAME_NOREPLACE), our own creators show empty files too, and back
-	 * out of them: there the grace decides, as it always did. */
-	if (io_grace_left_ms(st, lock->grace_ms) <= 0 ||
-	    lock->link_mode == PUB_IN_PLACE)
+	if (io_grace_left_ms(st, lock->grace_ms) <= 0)
 		return 0;
 	lease_wait_min_age(st, lock->grace_ms);
 	if (lease_alone(fd) != 1)
