@@ -238,8 +238,7 @@ static int nobody_writing(int fd, struct stat *st, struct content *c,
 
 	if (io_grace_left_ms(st, lock->grace_ms) <= 0)
 		return 0;
-	lease_wait_min_age(st, lock->grace_ms);
-	if (lease_alone(fd) != 1)
+	if (lease_alone(fd, st, lock->grace_ms) != 1)
 		return 0;
 	if (fstat(fd, st) < 0)
 		return -errno;

@@ -59,10 +59,10 @@ static enum window writer_window(int fd, const struct content *c,
 	if (c->marker || content_is_spec(c) ||
 	    io_grace_left_ms(st, PIDLOCK_DEFAULT_GRACE_MS) <= 0)
 		return NO_WINDOW;
-	lease_wait_min_age(st, PIDLOCK_DEFAULT_GRACE_MS);
 	/* Alone: a writer may have written and closed since our read,
 	 * and nobody can change the file now. */
-	return lease_alone(fd) == 1 ? READ_AGAIN : IN_WINDOW;
+	return lease_alone(fd, st, PIDLOCK_DEFAULT_GRACE_MS) == 1 ? READ_AGAIN
+								: IN_WINDOW;
 }
 
 static enum pidlock_state classify(unsigned int kernel,

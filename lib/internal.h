@@ -194,8 +194,7 @@ bool remote_locks_local(const struct pidlock *lock, int fd);
 enum { PUB_RENAME = 0, PUB_TMPFILE, PUB_TMPFILE_PROC, PUB_IN_PLACE };
 
 /* lease.c */
-int lease_alone(int fd);
-void lease_wait_min_age(const struct stat *st, unsigned int grace_ms);
+int lease_alone(int fd, const struct stat *st, unsigned int grace_ms);
 int lease_open(const char *path, int flags);
 
 /* handle.c */

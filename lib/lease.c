@@ -64,7 +64,7 @@ static int owner_restore(int fd, const struct fd_owner *o)
  */
 #define LEASE_MIN_AGE_MS 10
 
-void lease_wait_min_age(const struct stat *st, unsigned int grace_ms)
+static void wait_min_age(const struct stat *st, unsigned int grace_ms)
 {
 	int64_t left = io_grace_left_ms(st, grace_ms);
 	int64_t age = (int64_t)grace_ms - left;
@@ -83,11 +83,15 @@ void lease_wait_min_age(const struct stat *st, unsigned int grace_ms)
  * 1: alone; 0: another description is open (a writer between its
  * create and its write has one); -errno: no answer (another user's file
  * without CAP_LEASE, a file system without leases, leases disabled).
+ * st and grace_ms: the file's age, waited for first (wait_min_age()).
  */
-int lease_alone(int fd)
+int lease_alone(int fd, const struct stat *st, unsigned int grace_ms)
 {
 	struct fd_owner saved;
-	int r = owner_save(fd, &saved);
+	int r;
+
+	wait_min_age(st, grace_ms);
+	r = owner_save(fd, &saved);
 
 	if (r < 0)
 		return r;
