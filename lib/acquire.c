@@ -123,12 +123,15 @@ int acquire_arm(struct pidlock *lock, struct watch *w, int *fdp)
 	return 0;
 }
 
-/* A kept descriptor whose inode is no longer the lock is given up. */
+/* A kept descriptor whose inode is no longer the lock is given up.  The
+ * lookup decides (a shared file system's server is asked only once the
+ * kept descriptor is locked: asking opens the path, which our own watch
+ * would see as a close and wake on, round after round). */
 void acquire_check_kept(struct pidlock *lock, struct watch *w, int *fdp)
 {
 	struct stat st;
 
-	if (*fdp >= 0 && existing_same_inode(lock, *fdp, &st) != 0)
+	if (*fdp >= 0 && existing_names_inode(lock, *fdp, &st) != 0)
 		wait_drop_kept(w, fdp);
 }
 

@@ -82,7 +82,10 @@ static int64_t decide_deadline(const struct pidlock *lock, int64_t deadline)
 static int try_once(struct pidlock *lock, int fd, int64_t deadline)
 {
 	struct stat st;
-	int r = existing_same_inode(lock, fd, &st);
+	/* The lookup only: the server of a shared file system is asked
+	 * after the locks (existing_lock_fd), not in each round of a wait,
+	 * whose watch would wake on the open that asking makes. */
+	int r = existing_names_inode(lock, fd, &st);
 
 	if (r != 0)
 		return r < 0 ? r : -ESTALE;

@@ -38,13 +38,13 @@ static int check_owner(const struct pidlock *lock, const struct stat *st)
 }
 
 /*
- * 0: the path names fd's inode; 1: it does not (or is gone).  A file
- * with no links is gone even if a lookup still finds it: an unlink
- * drops the link count before the name, and a spec-only peer unlinks
- * without holding any lock.  Where the client of a shared file system
- * may answer both from its cache, the server is asked (remote.c).
+ * 0: the path names fd's inode, as far as this host's lookup can tell;
+ * 1: it does not (or is gone).  A file with no links is gone even if a
+ * lookup still finds it: an unlink drops the link count before the
+ * name, and a spec-only peer unlinks without holding any lock.  Enough
+ * to decide what to wait on; never enough to go on as the holder.
  */
-int existing_same_inode(struct pidlock *lock, int fd, struct stat *st)
+int existing_names_inode(const struct pidlock *lock, int fd, struct stat *st)
 {
 	struct stat lst;
 
@@ -54,8 +54,22 @@ int existing_same_inode(struct pidlock *lock, int fd, struct stat *st)
 		return 1;
 	if (lstat(lock->path, &lst) < 0)
 		return errno == ENOENT || errno == ESTALE ? 1 : -errno;
-	if (lst.st_dev != st->st_dev || lst.st_ino != st->st_ino)
-		return 1;
+	return lst.st_dev != st->st_dev || lst.st_ino != st->st_ino;
+}
+
+/*
+ * As existing_names_inode(), and where the client of a shared file
+ * system may answer both from its cache, the server is asked too
+ * (remote.c).  That asking opens the path, which a waiter's own watch
+ * would see as a close: so it is done only where the answer lets us
+ * hold the lock, never in a wait's rounds.
+ */
+int existing_same_inode(struct pidlock *lock, int fd, struct stat *st)
+{
+	int r = existing_names_inode(lock, fd, st);
+
+	if (r != 0)
+		return r;
 	return remote_same_inode(lock, fd, st);
 }
 

@@ -222,6 +222,7 @@ int acquire_end(struct pidlock *lock, struct watch *w, int r);
 void async_cancel(struct pidlock *lock);
 
 /* existing.c */
+int existing_names_inode(const struct pidlock *lock, int fd, struct stat *st);
 int existing_same_inode(struct pidlock *lock, int fd, struct stat *st);
 bool path_replaced(int r);
 int existing_try(struct pidlock *lock, int64_t deadline, int *fdp);
