@@ -238,8 +238,9 @@ def test_interrupt_at_each_step_of_async_turns(lockpath):
 
 # --- random: real SIGINTs at random moments, in a real process -------------
 CHILD = textwrap.dedent("""
-    import asyncio, signal, sys
+    import asyncio, faulthandler, signal, sys
     import pidlock
+    faulthandler.register(signal.SIGUSR2, all_threads=True)
     kind, path = sys.argv[1], sys.argv[2]
     probe_at = path + ".0" if kind == "Slots" else path
     probe = pidlock.Lock(probe_at)
@@ -348,6 +349,40 @@ CHILD = textwrap.dedent("""
     """)
 
 
+def stuck_child_state(proc, lockpath: str) -> str:
+    """What a child that stopped answering is doing, for the failure's
+    message: its system call and kernel stack, the lock directory and the
+    kernel's locks on its files; its Python stack goes to stderr."""
+    out = []
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGUSR2)
+        time.sleep(0.5)
+    for name in ("wchan", "syscall", "stack"):
+        try:
+            with open(f"/proc/{proc.pid}/{name}") as f:
+                out.append(f"{name}: {f.read().strip()}")
+        except OSError as exc:
+            out.append(f"{name}: {exc}")
+    folder = os.path.dirname(lockpath)
+    inodes = set()
+    for entry in sorted(os.listdir(folder)):
+        full = os.path.join(folder, entry)
+        try:
+            st = os.lstat(full)
+            with open(full, "rb") as f:
+                data = f.read(200)
+        except OSError as exc:
+            out.append(f"{entry}: {exc}")
+            continue
+        inodes.add(st.st_ino)
+        out.append(f"{entry}: ino {st.st_ino} nlink {st.st_nlink} "
+                   f"age {time.time() - st.st_mtime:.1f}s {data!r}")
+    with open("/proc/locks") as f:
+        out += [row.strip() for row in f
+                if int(row.split()[-3].split(":")[-1]) in inodes]
+    return "\n".join(out)
+
+
 def read_line(proc, limit: float) -> str:
     ready, _, _ = select.select([proc.stdout], [], [], limit)
     return proc.stdout.readline().strip() if ready else ""
@@ -374,7 +409,8 @@ def test_random_sigint_leaves_no_hidden_hold(lockpath, kind):
             time.sleep(rng.uniform(0, 0.004))
             os.kill(proc.pid, signal.SIGINT)
             line = read_line(proc, 30)
-            assert line, f"no answer after a SIGINT (exit {proc.poll()})"
+            assert line, (f"no answer after a SIGINT (exit {proc.poll()})"
+                          f"\n{stuck_child_state(proc, lockpath)}")
             seen[line] = seen.get(line, 0) + 1
             if not line.startswith("ok"):
                 bad.append(line)
