@@ -137,8 +137,14 @@ struct pidlock_info {
 	 * one cannot see into (another container, the host), so no pid can
 	 * be named.  kernel_pid is then 0.  Since 1.3.0 (zero before). */
 	uint32_t holder_hidden;
+	/** 1 if the record names a kernel other than this one (its boot=
+	 * line): written on another host of a shared file system, or on
+	 * this one before a reboot.  Its pid is not judged here, and
+	 * pid_alive is -1; pidlock_record_host() names the host.  Since
+	 * 1.3.0 (zero before). */
+	uint32_t foreign;
 	/** Reserved for later versions; zero. */
-	uint32_t reserved[5];
+	uint32_t reserved[4];
 };
 
 /* Make a handle for the lock at path, with PIDLOCK_* flags; it holds
@@ -209,6 +215,12 @@ int pidlock_unlock_fd(struct pidlock *lock, int fd);
  * 0 is the default.  See pidlock_inspect(3). */
 int pidlock_inspect(const char *path, struct pidlock_info *info,
 		    unsigned int stale_sec);
+/* The host that wrote the record at path, into host (size bytes, ""
+ * when the record names none); 1 if it names a kernel other than this
+ * one, 0 if not.  Since 1.3.0.  See pidlock_record_host(3). */
+int pidlock_record_host(const char *path, char *host, size_t size);
+/** The longest host name a record carries, without the '\0'. */
+#define PIDLOCK_HOST_MAX 64
 /* The name of a state, such as "held"; NULL for an unknown value.  See
  * pidlock_state_name(3). */
 const char *pidlock_state_name(enum pidlock_state state);

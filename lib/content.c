@@ -63,8 +63,9 @@ size_t content_format(char *buf, size_t size, pid_t pid, int64_t now,
 {
 	char *p = buf;
 
-	/* Worst case: 2 pids, a timestamp, a full tag, keys: 364 bytes, which
-	 * fits the buffer (and SHARED_RECORD_LEN). */
+	/* Worst case: 2 pids, a timestamp, a full tag, keys: 364 bytes; with
+	 * content_put_host()'s 112, it fits the buffer (and
+	 * SHARED_RECORD_LEN). */
 	if (size < CONTENT_BUF_MAX)
 		return 0;
 	if (opts & FMT_PLAIN_PID) {
@@ -82,6 +83,32 @@ size_t content_format(char *buf, size_t size, pid_t pid, int64_t now,
 		*p++ = '\n';
 	}
 	p = put_marker(p, kinds, opts);
+	return (size_t)(p - buf);
+}
+
+/*
+ * The writer's host, after the record: spec readers ignore keys they do
+ * not know, and a reader of 1.2.0 takes them beside a pid=.  len: what
+ * the record takes of buf already.  Returns the new length.
+ */
+size_t content_put_host(char *buf, size_t size, size_t len,
+			const struct host_id *h)
+{
+	char *p = buf + len;
+
+	/* Both lines at their longest fit beside the longest record. */
+	if (size < CONTENT_BUF_MAX || len > CONTENT_BUF_MAX - 112)
+		return len;
+	if (h->name[0]) {
+		p = put_str(p, "host=");
+		p = put_str(p, h->name);
+		*p++ = '\n';
+	}
+	if (h->boot[0]) {
+		p = put_str(p, "boot=");
+		p = put_str(p, h->boot);
+		*p++ = '\n';
+	}
 	return (size_t)(p - buf);
 }
 
@@ -172,6 +199,28 @@ static unsigned int parse_kinds(const char *s, const char *end)
 	return kinds;
 }
 
+/* A boot id as the kernel prints it: a UUID, lower-case hex and dashes. */
+bool content_boot_ok(const char *s, const char *end)
+{
+	if (end - s != HOST_BOOT_LEN)
+		return false;
+	for (; s < end; s++)
+		if (*s != '-' && !(*s >= '0' && *s <= '9') &&
+		    !(*s >= 'a' && *s <= 'f'))
+			return false;
+	return true;
+}
+
+/* Anything else names no boot: the record is judged as this host's. */
+static void parse_boot(const char *s, const char *end, struct content *c)
+{
+	c->boot[0] = '\0';
+	if (!content_boot_ok(s, end))
+		return;
+	memcpy(c->boot, s, HOST_BOOT_LEN);
+	c->boot[HOST_BOOT_LEN] = '\0';
+}
+
 static bool is_space(char ch)
 {
 	return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' ||
@@ -215,6 +264,11 @@ static void parse_line(const char *s, const char *end, bool first, bool cut,
 		c->exit_releases = token_is(eq + 1, end, "exit");
 	} else if (token_is(s, eq, "shared")) {
 		c->shared = token_is(eq + 1, end, "1");
+	} else if (token_is(s, eq, "host")) {
+		content_clean_tag(c->host, sizeof(c->host), eq + 1,
+				  (size_t)(end - eq - 1));
+	} else if (token_is(s, eq, "boot")) {
+		parse_boot(eq + 1, end, c);
 	}
 }
 
@@ -267,6 +321,7 @@ static const struct {
 	{ "pid", KEY_NUM }, { "timestamp", KEY_NUM }, { "released", KEY_NUM },
 	{ "tag", KEY_TEXT }, { "lock", KEY_TEXT }, { "keep", KEY_TEXT },
 	{ "release", KEY_TEXT }, { "shared", KEY_TEXT },
+	{ "host", KEY_TEXT }, { "boot", KEY_TEXT },
 };
 
 static int known_key(const char *s, const char *end)
@@ -385,7 +440,7 @@ static bool value_ok(const char *key, const char *eq, const char *v,
 		return all_digits(v, end) && (cut || v < end);
 	if (token_is(key, eq, "release"))
 		return word_ok(v, end);
-	return true;	/* tag: any text */
+	return true;	/* tag, host, boot: any text */
 }
 
 /* One trimmed, non-empty line; `cut`: the file ends inside it. */

@@ -247,7 +247,7 @@ static bool pidfile_held(struct pidlock *lock, const struct content *c,
 static int nobody_writing(int fd, struct stat *st, struct content *c,
 			  const struct pidlock *lock)
 {
-	bool lock_file;
+	bool lock_file = false;
 	int r;
 
 	if (io_grace_left_ms(st, lock->grace_ms) <= 0)
@@ -275,7 +275,7 @@ static int wait_for_writer(struct pidlock *lock, int fd,
 {
 	int64_t left = io_grace_left_ms(st, lock->grace_ms);
 	int64_t until = io_now_ms() + left;
-	bool lock_file;
+	bool lock_file = false;
 	struct watch w;
 	int r = 0;
 

@@ -25,7 +25,9 @@ void inspect_fill_info(struct pidlock_info *info, enum pidlock_state state,
 	info->state = state;
 	/* A released record's pid is nobody's. */
 	info->pid = c->released ? 0 : c->pid ? c->pid : c->bare_pid;
-	info->pid_alive = info->pid > 0 ? io_pid_alive(info->pid) : -1;
+	/* Another kernel's pid is nobody's here (host.c). */
+	info->pid_alive = host_pid_alive(c, info->pid);
+	info->foreign = host_foreign(c);
 	info->has_timestamp = c->has_timestamp;
 	info->timestamp = c->timestamp;
 	info->kernel_locks = kernel;
@@ -44,7 +46,9 @@ bool inspect_spec_is_stale(const struct content *c, unsigned int stale_sec)
 {
 	int64_t age = io_now_sec() - c->timestamp;
 
-	return age > (int64_t)stale_sec && !io_pid_alive(c->pid);
+	/* Written under another kernel: its pid cannot be tested here, and
+	 * the age alone decides, as the spec has it. */
+	return age > (int64_t)stale_sec && host_pid_alive(c, c->pid) != 1;
 }
 
 /*
@@ -300,6 +304,51 @@ static int inspect(const char *path, struct pidlock_info *info,
 	 * (a spec-only reader of a shared record sees it held). */
 	info->shared = kv.kinds ? kv.shared : c.shared;
 	return 0;
+}
+
+/*
+ * The record's host= line, for a reader that found it foreign
+ * (pidlock_info.foreign).  A second read of the file: a record replaced
+ * since the inspect shows its own writer's host.
+ */
+static int record_host(const char *path, char *host, size_t size)
+{
+	char buf[CONTENT_READ_MAX];
+	struct content c;
+	struct stat st;
+	ssize_t n;
+	int fd, r;
+
+	if (!host || !size)
+		return -EINVAL;
+	host[0] = '\0';
+	r = handle_check_path(path);
+	if (r < 0)
+		return r;
+	fd = lease_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+				  O_NOCTTY);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0 || (r = handle_check_type(st.st_mode)) < 0) {
+		r = r < 0 ? r : -errno;
+		io_close_keep_errno(fd);
+		return r;
+	}
+	n = io_read_bounded(fd, buf, sizeof(buf));
+	io_close_keep_errno(fd);
+	if (n < 0)
+		return (int)n;
+	if (!content_is_lock_file(buf, (size_t)n, (int64_t)st.st_size))
+		return -EBADMSG;
+	content_parse(buf, (size_t)n, &c);
+	content_clean_tag(host, size, c.host, strlen(c.host));
+	return host_foreign(&c);
+}
+
+PIDLOCK_EXPORT int pidlock_record_host(const char *path, char *host,
+				       size_t size)
+{
+	return io_rc_filter(record_host(path, host, size));
 }
 
 PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,

@@ -17,7 +17,7 @@
 /* Bounded read of a lock file: a record of ours is far shorter. */
 #define CONTENT_READ_MAX 4096
 /* Room for our own record: plain pid, pid, timestamp, tag, marker. */
-#define CONTENT_BUF_MAX (PIDLOCK_TAG_MAX + 128)
+#define CONTENT_BUF_MAX (PIDLOCK_TAG_MAX + 256)
 /* Upper bound of pidlock_set_grace(). */
 #define PIDLOCK_GRACE_MAX_MS 10000U
 /* While waiting out the grace period without inotify, look this often. */
@@ -89,6 +89,15 @@ struct pidlock {
 	char buf[CONTENT_BUF_MAX];
 };
 
+/* A writer's host: its name (uname(2), cleaned as a tag is) and the
+ * kernel's boot id (a UUID; "" where /proc cannot tell). */
+#define HOST_NAME_LEN PIDLOCK_HOST_MAX
+#define HOST_BOOT_LEN 36
+struct host_id {
+	char name[HOST_NAME_LEN + 1];
+	char boot[HOST_BOOT_LEN + 1];
+};
+
 /* What a parse of lock file content found. */
 struct content {
 	pid_t pid;		/* pid= value, 0 if missing or invalid */
@@ -102,6 +111,8 @@ struct content {
 	bool shared;		/* shared=1: held by shared holders */
 	bool empty;		/* nothing but white space */
 	char tag[PIDLOCK_TAG_MAX + 1];
+	char host[HOST_NAME_LEN + 1];	/* host=: who wrote it, for people */
+	char boot[HOST_BOOT_LEN + 1];	/* boot=: under which kernel, "" */
 };
 
 
@@ -135,6 +146,9 @@ void content_parse(const char *data, size_t len, struct content *c);
 bool content_is_lock_file(const char *data, size_t len, int64_t size);
 bool content_is_spec(const struct content *c);
 void content_clean_tag(char *dst, size_t size, const char *src, size_t len);
+bool content_boot_ok(const char *s, const char *end);
+size_t content_put_host(char *buf, size_t size, size_t len,
+			const struct host_id *h);
 
 /* klock.c */
 int klock_take(int fd, unsigned int kinds, bool wait, unsigned int *busy);
@@ -167,6 +181,11 @@ int klock_probe_flock(int fd);
 int klock_probe_flock_mode(int fd, bool *shared);
 bool klock_list_partial(void);
 int klock_drop(int fd, unsigned int kinds);
+
+/* host.c */
+const struct host_id *host_self(void);
+bool host_foreign(const struct content *c);
+int host_pid_alive(const struct content *c, pid_t pid);
 
 /* io.c */
 int io_rc_filter(int r);

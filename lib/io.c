@@ -133,6 +133,7 @@ int io_write_record(struct pidlock *lock, int fd, pid_t pid, bool keep,
 				    record_opts(lock, keep));
 	int r;
 
+	len = content_put_host(lock->buf, sizeof(lock->buf), len, host_self());
 	if (lock->shared && old_len < SHARED_RECORD_LEN)
 		old_len = SHARED_RECORD_LEN;
 	r = io_write_content(fd, lock->buf, len, old_len,

@@ -40,7 +40,7 @@ TU_LOCK_TEST(acquire_writes_record, 0)
 	ck_assert_int_ge(ts, now);
 	ck_assert_int_le(ts, now + 2);
 	snprintf(want, sizeof(want), "pid=%ld\ntimestamp=%ld\ntag=nightly backup\n"
-		 "lock=flock,ofd\n", (long)getpid(), ts);
+		 "lock=flock,ofd\n%s", (long)getpid(), ts, tu_host_lines());
 	ck_assert_str_eq(tu_read(p), want);
 	ck_assert_int_eq(stat(p, &st), 0);
 	ck_assert_int_eq(st.st_mode & 0777, 0644 & ~0022);
@@ -859,6 +859,96 @@ START_TEST(no_fd_leak)
 }
 END_TEST
 
+/*
+ * A record names the kernel that wrote it (boot=, and host= for people).
+ * Written under another kernel (another host of a shared file system),
+ * its pid is judged nowhere here: a pid that runs here is somebody
+ * else.  The same record with this kernel's boot id is judged as ever.
+ */
+#define OTHER_BOOT "00000000-1111-4222-8333-444444444444"
+
+static void write_record_from(const char *p, pid_t pid, long age,
+			      const char *boot, bool marker)
+{
+	char buf[512];
+
+	snprintf(buf, sizeof(buf), "pid=%ld\ntimestamp=%ld\n%s"
+		 "host=elsewhere.example\nboot=%s\n", (long)pid,
+		 (long)time(NULL) - age, marker ? "lock=flock,ofd\n" : "",
+		 boot);
+	tu_write(p, buf);
+}
+
+static struct pidlock_info inspected(const char *p)
+{
+	struct pidlock_info info;
+
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	return info;
+}
+
+TU_LOCK_TEST(foreign_record_not_judged_here, 0)
+{
+	char host[PIDLOCK_HOST_MAX + 1];
+	struct pidlock_info info;
+	pid_t live;
+
+	if (!tu_boot_id()[0]) {
+		fprintf(stderr, "SKIP foreign_record_not_judged_here: no boot id\n");
+		return;
+	}
+	live = fork();
+	ck_assert_int_ge(live, 0);
+	if (live == 0) {
+		pause();
+		_exit(0);
+	}
+	/* Spec-only and past the stale timeout: its pid runs here, so held;
+	 * from another kernel, its age alone decides (rule B). */
+	write_record_from(p, live, 7200, tu_boot_id(), false);
+	info = inspected(p);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_SPEC);
+	ck_assert_int_eq(info.pid_alive, 1);
+	ck_assert_int_eq(info.foreign, 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	write_record_from(p, live, 7200, OTHER_BOOT, false);
+	info = inspected(p);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_STALE);
+	ck_assert_int_eq(info.pid_alive, -1);
+	ck_assert_int_eq(info.foreign, 1);
+	ck_assert_int_eq(pidlock_record_host(p, host, sizeof(host)), 1);
+	ck_assert_str_eq(host, "elsewhere.example");
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	/* Not yet stale: held, whoever wrote it. */
+	write_record_from(p, live, 10, OTHER_BOOT, false);
+	ck_assert_int_eq(inspected(p).state, PIDLOCK_STATE_HELD_SPEC);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	/* Our marker and no kernel lock: abandoned, and the pid that runs
+	 * here is not called its holder. */
+	write_record_from(p, live, 10, OTHER_BOOT, true);
+	info = inspected(p);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
+	ck_assert_int_eq(info.pid_alive, -1);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	/* Our own record names this host and kernel. */
+	ck_assert_int_eq(pidlock_record_host(p, host, sizeof(host)), 0);
+	ck_assert_str_eq(host, tu_host_name());
+	info = inspected(p);
+	ck_assert_int_eq(info.foreign, 0);
+	ck_assert_int_eq(info.pid_alive, 1);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	/* Its errors. */
+	ck_assert_int_eq(pidlock_record_host(p, host, sizeof(host)), -ENOENT);
+	ck_assert_int_eq(pidlock_record_host(p, NULL, 1), -EINVAL);
+	ck_assert_int_eq(pidlock_record_host(p, host, 0), -EINVAL);
+	tu_write(p, "precious=data\n");
+	ck_assert_int_eq(pidlock_record_host(p, host, sizeof(host)), -EBADMSG);
+	ck_assert_str_eq(tu_read(p), "precious=data\n");
+	ck_assert_int_eq(kill(live, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(live, NULL, 0), live);
+}
+
 int main(void)
 {
 	const struct tu_case cases[] = {
@@ -877,6 +967,7 @@ int main(void)
 		{ live_pidfile_held, 1 },
 		{ reused_pid_taken_over, 1 },
 		{ pidfile_boot_and_self, 1 },
+		{ foreign_record_not_judged_here, 1 },
 		{ inode_check_after_unlink, 1 },
 		{ fork_release_pid_check, 1 },
 		{ daemonize_flow, 1 },

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -607,3 +608,39 @@ void tu_release_to(struct tu_child *c, struct pidlock *l)
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 }
 
+
+const char *tu_host_name(void)
+{
+	static struct utsname u;
+
+	if (!u.nodename[0] && uname(&u) < 0)
+		return "";
+	return u.nodename;
+}
+
+const char *tu_boot_id(void)
+{
+	static char id[64];
+	FILE *f;
+
+	if (id[0])
+		return id;
+	f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (!f)
+		return "";
+	if (!fgets(id, sizeof(id), f))
+		id[0] = '\0';
+	fclose(f);
+	id[strcspn(id, "\n")] = '\0';
+	return id;
+}
+
+const char *tu_host_lines(void)
+{
+	static char lines[256];
+
+	snprintf(lines, sizeof(lines), "host=%s\n%s%s%s", tu_host_name(),
+		 tu_boot_id()[0] ? "boot=" : "", tu_boot_id(),
+		 tu_boot_id()[0] ? "\n" : "");
+	return lines;
+}

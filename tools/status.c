@@ -267,6 +267,15 @@ static int kernel_holder_pids(const char *path, struct holder_pid *pids,
 	return n;
 }
 
+/* The host a foreign record names ("another host" if it names none, or
+ * the record changed since the inspect). */
+static const char *record_host(const char *path, char *host, size_t size)
+{
+	if (pidlock_record_host(path, host, size) < 0 || !host[0])
+		text_set(host, size, "another host");
+	return host;
+}
+
 /* "pid 1234 holding flock,fcntl" and what the record says besides;
  * false when the record names another process than the holder. */
 static bool describe_kernel_holder(const char *path,
@@ -274,13 +283,20 @@ static bool describe_kernel_holder(const char *path,
 				   char *buf, size_t size)
 {
 	pid_t holder = kernel_holder(path, info);
-	char kinds[32];
+	char kinds[32], host[PIDLOCK_HOST_MAX + 1];
 
+	format_kinds(info->kernel_locks, kinds, sizeof(kinds));
+	/* Written under another kernel: this host's /proc/locks cannot
+	 * name that holder, and its pid means nothing here. */
+	if (holder == 0 && info->foreign) {
+		text_set(buf, size, "pid %d on %s holding %s", (int)info->pid,
+			 record_host(path, host, sizeof(host)), kinds);
+		return true;
+	}
 	/* Not allowed to look: the record's pid, if it runs, is the best
 	 * guess left. */
 	if (holder == 0 && info->pid > 0 && info->pid_alive > 0)
 		holder = info->pid;
-	format_kinds(info->kernel_locks, kinds, sizeof(kinds));
 	if (holder > 0)
 		text_set(buf, size, "pid %d holding %s", (int)holder, kinds);
 	else if (info->holder_hidden)
@@ -492,6 +508,19 @@ static void json_record(const struct pidlock_info *info, bool exists)
 	json_key_string("tag", exists && info->tag[0] ? info->tag : NULL);
 }
 
+/* "host": the writer's host, for a record written under another
+ * kernel, else null; "foreign": whether it was. */
+static void json_host(const char *path, const struct pidlock_info *info,
+		      bool exists)
+{
+	char host[PIDLOCK_HOST_MAX + 1];
+	bool foreign = exists && info->foreign;
+
+	json_key_string("host", foreign ? record_host(path, host, sizeof(host))
+					: NULL);
+	out(stdout, ", \"foreign\": %s", foreign ? "true" : "false");
+}
+
 /* One lock object.  error != 0: inspecting failed, nothing else known.
  * Every object has the same keys, null where a value is unknown, so
  * consumers never test for presence. */
@@ -532,6 +561,7 @@ void json_info(const char *path, const struct pidlock_info *info, int error)
 	out(stdout, ", \"exit_status\": %d", error ? exit_for_errno(error) :
 	    status_exit(info));
 	json_record(info, exists);
+	json_host(path, info, exists);
 	json_kinds("kernel_locks", error ? 0 : info->kernel_locks);
 	json_int_or_null("kernel_pid", info->kernel_pid,
 			 !error && info->kernel_pid > 0);
@@ -574,10 +604,20 @@ static const char *state_meaning(enum pidlock_state state)
 	return NULL;
 }
 
-static void print_pid(const struct pidlock_info *info)
+static void print_pid(const char *path, const struct pidlock_info *info)
 {
+	char host[PIDLOCK_HOST_MAX + 1];
+
 	if (info->pid <= 0) {
 		out(stdout, "  pid:     none recorded\n");
+		return;
+	}
+	if (info->foreign) {
+		out(stdout, "  pid:     %d (not judged here: another host's)\n",
+		    (int)info->pid);
+		out(stdout, "  host:    ");
+		print_clean(stdout, record_host(path, host, sizeof(host)));
+		out(stdout, "\n");
 		return;
 	}
 	out(stdout, "  pid:     %d (%s)\n", (int)info->pid,
@@ -599,8 +639,10 @@ static void print_since(const struct pidlock_info *info)
 }
 
 /* " (taken by pid 12, which is gone; held by pid 34)" and the like. */
-static void print_kernel_holder(const struct pidlock_info *info, pid_t holder)
+static void print_kernel_holder(const char *path,
+				const struct pidlock_info *info, pid_t holder)
 {
+	char host[PIDLOCK_HOST_MAX + 1];
 	pid_t taker = info->kernel_pid;
 
 	if (taker > 0 && holder == taker)
@@ -613,7 +655,11 @@ static void print_kernel_holder(const struct pidlock_info *info, pid_t holder)
 		    (int)taker);
 	else if (holder > 0)
 		out(stdout, " (held by pid %d)", (int)holder);
-	else if (info->holder_hidden)
+	else if (info->foreign) {
+		out(stdout, " (held on ");
+		print_clean(stdout, record_host(path, host, sizeof(host)));
+		out(stdout, ")");
+	} else if (info->holder_hidden)
 		out(stdout, " (held by a process outside this pid namespace)");
 	else if (info->kernel_locks)
 		out(stdout, " (holder unknown)");
@@ -651,7 +697,7 @@ static void print_kernel(const char *path, const struct pidlock_info *info)
 
 	format_kinds(info->kernel_locks, kinds, sizeof(kinds));
 	out(stdout, "  kernel:  %s", kinds);
-	print_kernel_holder(info, kernel_holder(path, info));
+	print_kernel_holder(path, info, kernel_holder(path, info));
 	out(stdout, "\n");
 	if (info->kernel_locks)
 		print_mode(path, info);
@@ -680,7 +726,7 @@ static void print_text(const char *path, const struct pidlock_info *info)
 	if (info->state == PIDLOCK_STATE_FREE ||
 	    info->state == PIDLOCK_STATE_NOT_LOCK_FILE)
 		return;
-	print_pid(info);
+	print_pid(path, info);
 	if (info->tag[0])
 		out(stdout, "  tag:     %s\n", info->tag);
 	print_since(info);

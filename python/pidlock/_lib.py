@@ -22,6 +22,7 @@ LIBRARY_ENV = "PIDLOCK_LIBRARY"
 SONAME = "libpidlock.so.0"
 
 TAG_MAX = 255
+HOST_MAX = 64
 
 
 class Info(ctypes.Structure):
@@ -46,9 +47,11 @@ class Info(ctypes.Structure):
         ("holders", ctypes.c_uint32),
         # Reserved before 1.3.0 (zero from an older library).
         ("holder_hidden", ctypes.c_uint32),
+        # Reserved before 1.3.0 (zero from an older library).
+        ("foreign", ctypes.c_uint32),
         # Reserved words: later versions may give them a meaning without
         # changing the size; kept so that the size always matches.
-        ("reserved", ctypes.c_uint32 * 5),
+        ("reserved", ctypes.c_uint32 * 4),
     ]
 
 
@@ -83,6 +86,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "pidlock_inspect": (ctypes.c_int,
                             [ctypes.c_char_p, ctypes.POINTER(Info), ctypes.c_uint]),
         "pidlock_state_name": (ctypes.c_char_p, [ctypes.c_int]),
+        "pidlock_record_host": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p,
+                                               ctypes.c_size_t]),
         "pidlock_slots_new": (ctypes.c_int, [ctypes.POINTER(_Handle),
                                              ctypes.c_char_p, ctypes.c_uint,
                                              ctypes.c_uint]),

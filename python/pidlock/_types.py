@@ -8,7 +8,7 @@ import enum
 import errno
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Union
 
 from . import _lib
@@ -108,6 +108,12 @@ class LockInfo:
     #: see (a process in another pid namespace, or on another host); the
     #: holder's pid is then unknown.  False from a library before 1.3.0.
     holder_hidden: bool = False
+    #: The record names a kernel other than this one (another host of a
+    #: shared file system, or this one before a reboot): its pid is not
+    #: judged here, and pid_alive is None.  False before 1.3.0.
+    foreign: bool = False
+    #: The host that wrote the record, for a foreign one; else None.
+    host: Optional[str] = None
 
     @property
     def age(self) -> Optional[float]:
@@ -137,6 +143,7 @@ class LockInfo:
             shared=bool(info.shared),
             holders=info.holders,
             holder_hidden=bool(info.holder_hidden),
+            foreign=bool(info.foreign),
         )
 
 
@@ -153,4 +160,16 @@ def inspect(path: PathArg, *, stale_timeout: float = 0) -> LockInfo:
     rc = _lib.lib.pidlock_inspect(raw, ctypes.byref(info), int(stale_timeout))
     if rc < 0:
         raise_for(rc, os.fsdecode(raw))
-    return LockInfo.from_c(info)
+    result = LockInfo.from_c(info)
+    if result.foreign:
+        result = replace(result, host=_record_host(raw))
+    return result
+
+
+def _record_host(raw: bytes) -> Optional[str]:
+    """The record's host= line; None when it names none, or when the
+    record was replaced since and can no longer be read as one."""
+    buf = ctypes.create_string_buffer(_lib.HOST_MAX + 1)
+    if _lib.lib.pidlock_record_host(raw, buf, len(buf)) < 0 or not buf.value:
+        return None
+    return buf.value.decode("utf-8", "replace")

@@ -26,6 +26,8 @@ int main(void)
 	FIELD(mtime);
 	FIELD(error);
 	FIELD(tag);
+	FIELD(holder_hidden);
+	FIELD(foreign);
 	FIELD(reserved);
 	printf("sizeof 0 %zu\n", sizeof(struct pidlock_info));
 	return fflush(stdout) == 0 ? 0 : 1;
