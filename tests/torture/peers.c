@@ -191,7 +191,10 @@ static void lib_cycle(struct pidlock *lock, bool reader)
 
 	set_phase(PH_ACQUIRE);
 	r = pidlock_acquire(lock, pick_timeout());
-	if (r == -EWOULDBLOCK || r == -ETIMEDOUT) {
+	/* EINTR: no handler runs in a participant, so it is the file
+	 * system's answer (fuse-overlayfs gave one in a blocking wait, once
+	 * in 1200 turns): a caller tries again, as here. */
+	if (r == -EWOULDBLOCK || r == -ETIMEDOUT || r == -EINTR) {
 		pause_between();
 		return;
 	}
