@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,6 +331,29 @@ TU_LOCK_TEST(lock_fd_try_new_file, 0)
 	close(fd);
 }
 
+/* The lease that tells nobody else has the young file open is taken on
+ * the caller's description: its owner and signal (F_SETOWN, F_SETSIG,
+ * which the lease sets) are the caller's again afterwards, whether the
+ * caller set none or its own. */
+TU_LOCK_TEST(lock_fd_keeps_owner_and_signal, 0)
+{
+	for (int own = 0; own < 2; own++) {
+		int fd = open_rw(p);
+
+		if (own) {
+			ck_assert_int_eq(fcntl(fd, F_SETSIG, SIGUSR2), 0);
+			ck_assert_int_eq(fcntl(fd, F_SETOWN, getpid()), 0);
+		}
+		ck_assert_int_eq(pidlock_set_grace(l, 10000), 0);
+		ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), 0);
+		ck_assert_int_eq(fcntl(fd, F_GETSIG), own ? SIGUSR2 : 0);
+		ck_assert_int_eq(fcntl(fd, F_GETOWN), own ? getpid() : 0);
+		ck_assert_int_eq(pidlock_unlock_fd(l, fd), 0);
+		close(fd);
+		ck_assert_int_eq(unlink(p), 0);
+	}
+}
+
 /* Another description open for writing on the young file: maybe a
  * writer about to write.  Even a try waits out the grace, then takes it. */
 TU_LOCK_TEST(lock_fd_try_waits_for_writer, 0)
@@ -414,6 +438,7 @@ int main(void)
 		{ lock_fd_inode_check, 1 },
 		{ unlock_fd_not_holder, 1 },
 		{ lock_fd_try_new_file, 1 },
+		{ lock_fd_keeps_owner_and_signal, 1 },
 		{ lock_fd_try_waits_for_writer, 1 },
 		{ lock_fd_not_lock_file, 1 },
 		{ lock_fd_refused, 1 },
