@@ -221,6 +221,27 @@ int pidlock_inspect(const char *path, struct pidlock_info *info,
 int pidlock_record_host(const char *path, char *host, size_t size);
 /** The longest host name a record carries, without the '\0'. */
 #define PIDLOCK_HOST_MAX 64
+
+/* ---- The holder, from outside (since 1.3.0) ---------------------------
+ * A pidfd (pidfd_open(2)) for each process that holds the lock at path,
+ * each proven to hold it by the kernel lock that its open file
+ * description holds, looked at after the pidfd was opened: a process that
+ * took over the pid meanwhile is never returned.  For an exclusive lock,
+ * the process its record names (the one of several that share the
+ * descriptor), else the one the kernel names; for a shared lock, every
+ * holder.  Returns how many hold it (>= 1); the first n of them are stored
+ * in pidfds (close-on-exec) and pids, the others not opened.  -ESRCH: the
+ * lock is free; -ENOLCK: its holder holds no kernel lock (a spec-only
+ * record, a pidfile, a dotlock), so no process can be proven; -EREMOTE:
+ * a kernel lock whose holder is out of sight (another pid namespace,
+ * another host).  See pidlock_holder_pidfds(3). */
+int pidlock_holder_pidfds(const char *path, int *pidfds, pid_t *pids,
+			  unsigned int n);
+/* Wait until nobody holds the lock at path, without taking it, for at
+ * most timeout_ms (-1: no limit; 0: only look): asleep in poll(2) on
+ * inotify and the holder's pidfd, never spinning.  0: free; -EWOULDBLOCK
+ * (timeout 0) or -ETIMEDOUT: still held.  See pidlock_wait_free(3). */
+int pidlock_wait_free(const char *path, int timeout_ms);
 /* The name of a state, such as "held"; NULL for an unknown value.  See
  * pidlock_state_name(3). */
 const char *pidlock_state_name(enum pidlock_state state);

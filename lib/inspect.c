@@ -236,17 +236,56 @@ static int unreadable(struct pidlock_info *info, const struct stat *st,
 	return 0;
 }
 
-static int inspect(const char *path, struct pidlock_info *info,
-		   unsigned int stale_sec, int readings)
+/*
+ * What fd, open on the lock file (st: its fstat), says: the state and
+ * the holder.  The caller's descriptor is used for everything (the read,
+ * the lease test, the flock probe): nothing is opened, so a waiter's
+ * watch on the file sees no close of ours (pidlock_wait_free()).
+ */
+int inspect_fd(int fd, struct stat *st, struct pidlock_info *info,
+	       unsigned int stale_sec, int readings)
 {
 	char buf[CONTENT_READ_MAX];
 	enum pidlock_state state;
 	struct content c;
 	struct kernel_view kv;
-	struct stat st;
 	enum window win;
 	bool writing;
 	ssize_t n;
+
+	memset(info, 0, sizeof(*info));
+	info->pid_alive = -1;
+	n = io_read_bounded(fd, buf, sizeof(buf));
+	if (n < 0)
+		return unreadable(info, st, (int)-n);
+	kernel_locks(fd, st, &kv, readings);
+	content_parse(buf, (size_t)n, &c);
+	win = kv.kinds ? NO_WINDOW : writer_window(fd, &c, st);
+	if (win == READ_AGAIN && fstat(fd, st) == 0 &&
+	    (n = io_read_bounded(fd, buf, sizeof(buf))) >= 0)
+		content_parse(buf, (size_t)n, &c);
+	if (n < 0)
+		return unreadable(info, st, (int)-n);
+	writing = win == IN_WINDOW;
+	if (!content_is_lock_file(buf, (size_t)n, (int64_t)st->st_size))
+		state = PIDLOCK_STATE_NOT_LOCK_FILE;
+	else
+		state = classify(kv.kinds, &c, st, writing,
+				 stale_sec ? stale_sec : PIDLOCK_DEFAULT_STALE_SEC);
+	inspect_fill_info(info, state, kv.kinds, &c, st);
+	info->kernel_pid = kv.pid;
+	info->holders = kv.holders;
+	info->holder_hidden = kv.hidden;
+	/* The kernel's word first; the record's while it shows no lock
+	 * (a spec-only reader of a shared record sees it held). */
+	info->shared = kv.kinds ? kv.shared : c.shared;
+	return 0;
+}
+
+static int inspect(const char *path, struct pidlock_info *info,
+		   unsigned int stale_sec, int readings)
+{
+	struct stat st;
 	int fd, r;
 
 	if (!info)
@@ -276,34 +315,9 @@ static int inspect(const char *path, struct pidlock_info *info,
 		io_close_keep_errno(fd);
 		return r;
 	}
-	n = io_read_bounded(fd, buf, sizeof(buf));
-	if (n < 0) {
-		io_close_keep_errno(fd);
-		return unreadable(info, &st, (int)-n);
-	}
-	kernel_locks(fd, &st, &kv, readings);
-	content_parse(buf, (size_t)n, &c);
-	win = kv.kinds ? NO_WINDOW : writer_window(fd, &c, &st);
-	if (win == READ_AGAIN && fstat(fd, &st) == 0 &&
-	    (n = io_read_bounded(fd, buf, sizeof(buf))) >= 0)
-		content_parse(buf, (size_t)n, &c);
+	r = inspect_fd(fd, &st, info, stale_sec, readings);
 	io_close_keep_errno(fd);
-	if (n < 0)
-		return unreadable(info, &st, (int)-n);
-	writing = win == IN_WINDOW;
-	if (!content_is_lock_file(buf, (size_t)n, (int64_t)st.st_size))
-		state = PIDLOCK_STATE_NOT_LOCK_FILE;
-	else
-		state = classify(kv.kinds, &c, &st, writing,
-				 stale_sec ? stale_sec : PIDLOCK_DEFAULT_STALE_SEC);
-	inspect_fill_info(info, state, kv.kinds, &c, &st);
-	info->kernel_pid = kv.pid;
-	info->holders = kv.holders;
-	info->holder_hidden = kv.hidden;
-	/* The kernel's word first; the record's while it shows no lock
-	 * (a spec-only reader of a shared record sees it held). */
-	info->shared = kv.kinds ? kv.shared : c.shared;
-	return 0;
+	return r;
 }
 
 /*

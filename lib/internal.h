@@ -279,6 +279,8 @@ bool writer_may_hold(pid_t pid, const struct stat *st);
 bool writer_running(pid_t pid);
 
 /* inspect.c */
+int inspect_fd(int fd, struct stat *st, struct pidlock_info *info,
+	       unsigned int stale_sec, int readings);
 bool inspect_spec_is_stale(const struct content *c, unsigned int stale_sec);
 int inspect_state(const char *path, struct pidlock_info *info,
 		  unsigned int stale_sec);

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Waiting until a lock is free, without taking it: "wait for the old
+ * instance to let go".  The file now at the path is kept open and its
+ * inode watched, as an acquire's wait does: a release unlinks it, or
+ * closes it, or writes its released record, and each of those wakes us.
+ * What the file says is asked through that kept descriptor only, so
+ * that no open or close of ours wakes our own watch.  A holder whose
+ * end touches no file (a pidfile's daemon, a spec-only writer) is
+ * watched through its pidfd.  Every sleep is also bounded by the poll
+ * interval, for file systems that send no events.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+struct free_wait {
+	const char *path;
+	const char *base;
+	struct watch w;
+	int fd;		/* the file at the path, kept and watched */
+	int pidfd;	/* the holder whose end does not touch the file */
+	pid_t pidfd_of;
+};
+
+static void drop_pidfd(struct free_wait *fw)
+{
+	if (fw->pidfd >= 0)
+		io_close_keep_errno(fw->pidfd);
+	fw->pidfd = -1;
+	fw->pidfd_of = 0;
+}
+
+/* A state nobody holds: the next locker takes the file at once. */
+static bool is_free(enum pidlock_state state)
+{
+	return state == PIDLOCK_STATE_FREE ||
+	       state == PIDLOCK_STATE_ABANDONED ||
+	       state == PIDLOCK_STATE_STALE;
+}
+
+/* Keep the file now at the path: 1 kept, 0 no file there, -errno. */
+static int keep_file(struct free_wait *fw)
+{
+	struct stat st;
+	int r = 0, fd = lease_open(fw->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+					     O_CLOEXEC | O_NOCTTY);
+
+	if (fd == -ENOENT || fd == -ESTALE)
+		return 0;
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0 || (r = handle_check_type(st.st_mode)) < 0) {
+		r = r < 0 ? r : -errno;
+		io_close_keep_errno(fd);
+		return r;
+	}
+	fw->fd = fd;
+	/* Watched after our open, so that only others' closes count. */
+	if (fw->w.ifd >= 0 && wait_watch_file(&fw->w, fw->path, WATCH_RELEASE) < 0)
+		wait_watch_dir(&fw->w);
+	return 1;
+}
+
+/* Is the kept descriptor still the file at the path?  Else drop it:
+ * the watch first, so that our close does not wake us. */
+static void check_kept(struct free_wait *fw)
+{
+	struct stat fst, lst;
+
+	if (fw->fd < 0)
+		return;
+	if (fstat(fw->fd, &fst) == 0 && fst.st_nlink > 0 &&
+	    lstat(fw->path, &lst) == 0 && lst.st_dev == fst.st_dev &&
+	    lst.st_ino == fst.st_ino)
+		return;
+	wait_drop_kept(&fw->w, &fw->fd);
+	wait_watch_dir(&fw->w);
+}
+
+/* A pidfd for the record's pid where nothing else would wake us: a
+ * holder with no kernel lock, whose end leaves the file as it is. */
+static void watch_holder(struct free_wait *fw, const struct pidlock_info *info)
+{
+	long pidfd;
+
+	if (info->state == PIDLOCK_STATE_HELD || info->pid <= 0 ||
+	    info->foreign || info->pid_alive != 1) {
+		drop_pidfd(fw);
+		return;
+	}
+	if (fw->pidfd_of == info->pid)
+		return;
+	drop_pidfd(fw);
+	pidfd = syscall(SYS_pidfd_open, info->pid, 0);
+	if (pidfd < 0)
+		return;		/* gone already, or no pidfds: the bound wakes us */
+	fw->pidfd = (int)pidfd;
+	fw->pidfd_of = info->pid;
+}
+
+/* 1: free; 0: held; -errno. */
+static int look(struct free_wait *fw)
+{
+	struct pidlock_info info;
+	struct stat st;
+	int r;
+
+	check_kept(fw);
+	if (fw->fd < 0) {
+		r = keep_file(fw);
+		if (r <= 0)
+			return r < 0 ? r : 1;
+		/* Kept after a release we may have missed: look now. */
+	}
+	if (fstat(fw->fd, &st) < 0)
+		return -errno;
+	r = inspect_fd(fw->fd, &st, &info, 0, KLOCK_TORN_READS);
+	if (r < 0)
+		return r;
+	if (info.state == PIDLOCK_STATE_NOT_LOCK_FILE)
+		return -EBADMSG;
+	if (info.state == PIDLOCK_STATE_UNREADABLE)
+		return info.kernel_locks ? 0 : -(info.error ? info.error : EIO);
+	watch_holder(fw, &info);
+	return is_free(info.state);
+}
+
+static bool free_hit(const struct inotify_event *ev, const void *arg)
+{
+	const struct free_wait *fw = arg;
+
+	if (ev->mask & IN_Q_OVERFLOW)
+		return true;
+	if (ev->mask & IN_IGNORED)
+		return false;
+	if (ev->wd == fw->w.file_wd)
+		return true;
+	return ev->wd == fw->w.dir_wd && ev->len &&
+	       strcmp(ev->name, fw->base) == 0;
+}
+
+/*
+ * Sleep until an event of the lock, the holder's end, or ms pass.
+ * 0 (look again), -EINTR if a signal handler ran.
+ */
+static int sleep_once(struct free_wait *fw, int64_t ms)
+{
+	int64_t until = io_now_ms() + ms;
+
+	for (;;) {
+		struct pollfd pfd[2] = {
+			{ .fd = fw->w.ifd, .events = POLLIN },
+			{ .fd = fw->pidfd, .events = POLLIN },
+		};
+		int64_t left = until - io_now_ms();
+		int n;
+
+		if (left <= 0)
+			return 0;
+		n = poll(pfd, 2, (int)(left > INT_MAX ? INT_MAX : left));
+		if (n < 0)
+			return -errno;
+		if (n == 0 || (pfd[1].revents & POLLIN))
+			return 0;
+		if (fw->w.ifd >= 0 && wait_read_events(fw->w.ifd, free_hit, fw) != 0)
+			return 0;
+	}
+}
+
+static int wait_free(const char *path, int timeout_ms)
+{
+	int64_t deadline = timeout_ms < 0 ? -1 : io_now_ms() + timeout_ms;
+	struct free_wait fw = { .path = path, .fd = -1, .pidfd = -1 };
+	char *dir;
+	int r;
+
+	r = handle_check_path(path);
+	if (r < 0)
+		return r;
+	dir = handle_dir_of(path);
+	if (!dir)
+		return -ENOMEM;
+	fw.base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	wait_init(&fw.w, dir);
+	wait_watch_dir(&fw.w);
+	for (;;) {
+		int64_t left = deadline < 0 ? INT64_MAX : deadline - io_now_ms();
+
+		r = look(&fw);
+		if (r != 0)
+			break;
+		if (timeout_ms == 0) {
+			r = -EWOULDBLOCK;
+			break;
+		}
+		if (left <= 0) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		r = sleep_once(&fw, left < PIDLOCK_DEFAULT_RETRY_MS ?
+					    left : PIDLOCK_DEFAULT_RETRY_MS * 10);
+		if (r < 0)
+			break;
+	}
+	wait_drop_kept(&fw.w, &fw.fd);
+	drop_pidfd(&fw);
+	wait_close(&fw.w);
+	free(dir);
+	return r == 1 ? 0 : r;
+}
+
+PIDLOCK_EXPORT int pidlock_wait_free(const char *path, int timeout_ms)
+{
+	return io_rc_filter(wait_free(path, timeout_ms));
+}
