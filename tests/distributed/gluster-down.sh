@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Undo tests/distributed/gluster-up.sh DIR: unmount both clients, stop
-# the volume's brick and our glusterd, remove DIR.  Only processes that
+# Undo tests/distributed/gluster-up.sh DIR: unmount both clients (a
+# dead one too, whose client was killed), stop the volume's brick and
+# our glusterd, remove DIR.  Only processes that
 # up started are stopped: each pid comes from a pid file under DIR, and
 # is signalled only while its command line still names DIR or our
 # volume (a pid reused by another process is left alone).
@@ -28,8 +29,16 @@ stop() {	# pid: TERM, then KILL after 5 s
 
 pidof_file() { cat "$1" 2>/dev/null; }
 
+# mounted PATH: the mount table says so.  Not mountpoint(1) alone: it
+# stats the path, which fails (ENOTCONN) on a mount whose client died.
+mounted() {
+	awk -v p="$1" '{ m = $2; gsub(/\\040/, " ", m) } m == p { f = 1 }
+		END { exit !f }' /proc/self/mounts 2>/dev/null ||
+		mountpoint -q "$1" 2>/dev/null
+}
+
 for m in a b; do
-	if mountpoint -q "$DIR/$m" 2>/dev/null; then
+	if mounted "$DIR/$m"; then
 		umount "$DIR/$m" 2>/dev/null || fusermount3 -u "$DIR/$m" 2>/dev/null ||
 			umount -l "$DIR/$m" || echo "gluster-down: could not unmount $DIR/$m" >&2
 	fi

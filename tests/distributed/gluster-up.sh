@@ -13,9 +13,16 @@
 # up, 77 with the reason on stderr when this machine cannot do it (not
 # root, no FUSE, GlusterFS not installed, port 24007 taken), 1 on a
 # failure after the start.
+#
+#   gluster-up.sh DIR remount M
+#
+# Mount DIR/M (a or b) again, with the same command, once its client
+# was killed and the dead mount lazily unmounted (check-distributed's
+# killclient part); the server must be up.  Exit 0 when the mount is
+# up and sees what the other mount makes, 1 otherwise.
 set -u
 
-DIR=${1:?usage: gluster-up.sh DIR}
+DIR=${1:?usage: gluster-up.sh DIR [remount M]}
 VOL=pidlockdist
 # glusterd refuses 127.0.0.1 and localhost as a brick's host.
 HOST=127.0.0.2
@@ -24,7 +31,37 @@ PORT=24007
 skip() { echo "gluster-up: SKIP: $*" >&2; exit 77; }
 fail() { echo "gluster-up: $*" >&2; exit 1; }
 
+mount_client() {	# m: the FUSE client of DIR/m, one "host"
+	glusterfs --volfile-server="$HOST" --volfile-id="$VOL" \
+		--pid-file="$DIR/run/client-$1.pid" -l "$DIR/log/client-$1.log" \
+		"$DIR/$1" || fail "mount $1: $(tail -3 "$DIR/log/client-$1.log")"
+}
+
+wait_mounts() {	# m n: up when a directory made on m is seen on n
+	i=0
+	until mountpoint -q "$DIR/$1" && mountpoint -q "$DIR/$2" &&
+	      mkdir -p "$DIR/$1/.up" && [ -d "$DIR/$2/.up" ]; do
+		i=$((i + 1))
+		[ "$i" -le 300 ] || fail "the mounts did not come up in 30 s"
+		sleep 0.1
+	done
+	rmdir "$DIR/$1/.up"
+}
+
 PATH="$PATH:/usr/sbin:/sbin"
+if [ "${2:-}" = remount ]; then
+	case ${3:-} in
+	a) other=b ;;
+	b) other=a ;;
+	*) fail "usage: gluster-up.sh DIR remount a|b" ;;
+	esac
+	! mountpoint -q "$DIR/$3" 2>/dev/null ||
+		fail "$DIR/$3 is still mounted (umount -l it first)"
+	mount_client "$3"
+	wait_mounts "$3" "$other"
+	exit 0
+fi
+
 [ "$(id -u)" -eq 0 ] || skip "not root (glusterd and its bricks need root)"
 for t in glusterd gluster glusterfs; do
 	command -v "$t" >/dev/null 2>&1 ||
@@ -79,16 +116,7 @@ cli volume create "$VOL" "$HOST:$DIR/brick" force >"$DIR/log/create" 2>&1 ||
 cli volume start "$VOL" >"$DIR/log/start" 2>&1 ||
 	fail "volume start: $(cat "$DIR/log/start")"
 for m in a b; do
-	glusterfs --volfile-server="$HOST" --volfile-id="$VOL" \
-		--pid-file="$DIR/run/client-$m.pid" -l "$DIR/log/client-$m.log" \
-		"$DIR/$m" || fail "mount $m: $(tail -3 "$DIR/log/client-$m.log")"
+	mount_client "$m"
 done
-i=0
-until mountpoint -q "$DIR/a" && mountpoint -q "$DIR/b" &&
-      mkdir -p "$DIR/a/.up" && [ -d "$DIR/b/.up" ]; do
-	i=$((i + 1))
-	[ "$i" -le 300 ] || fail "the mounts did not come up in 30 s"
-	sleep 0.1
-done
-rmdir "$DIR/a/.up"
+wait_mounts a b
 exit 0

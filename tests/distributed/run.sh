@@ -7,11 +7,11 @@
 #   tests/distributed/run.sh
 #
 # Environment:
-#   DIST_PARTS        any of: handoff ofdkeep mix climix (default:
-#                     handoff ofdkeep; the mixes fail on this tree, see
-#                     the README)
-#   DIST_ROUNDS       rounds of handoff and ofdkeep (8)
-#   DIST_MIX_SECONDS  length of each mix (15)
+#   DIST_PARTS        any of: handoff ofdkeep killholder killclient mix
+#                     climix (default: all)
+#   DIST_ROUNDS       rounds of handoff, ofdkeep, killholder and
+#                     killclient (8)
+#   DIST_MIX_SECONDS  length of each mix (10)
 #   DIST_HOLD_MS      the library mix's hold inside the lock (50)
 #   DIST_KEEP         a directory to copy the logs to (default: none)
 #
@@ -21,7 +21,7 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(pwd)
-PARTS=${DIST_PARTS:-handoff ofdkeep mix climix}
+PARTS=${DIST_PARTS:-handoff ofdkeep killholder killclient mix climix}
 ROUNDS=${DIST_ROUNDS:-8}
 MIX_SECONDS=${DIST_MIX_SECONDS:-10}
 HOLD_MS=${DIST_HOLD_MS:-50}
@@ -81,16 +81,19 @@ echo "distributed: volume up, mounted on $VOLDIR/a and $VOLDIR/b in" \
 A="$VOLDIR/a" B="$VOLDIR/b"
 FAILED=
 
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }'; }
+
 part() {	# name command...: run one part, note a failure
 	name=$1; shift
 	echo "=== $name"
+	pt=$(now)
 	"$@" 2>&1 | tee "$WORK/logs/$name.log" | sed 's/^/  /'
 	# tee's status is not the part's: the part writes its own.
 	if [ "$(cat "$WORK/rc")" -ne 0 ]; then
 		FAILED="$FAILED $name"
-		echo "  $name: FAIL"
+		echo "  $name: FAIL ($(since "$pt"))"
 	else
-		echo "  $name: pass"
+		echo "  $name: pass ($(since "$pt"))"
 	fi
 }
 with_rc() { "$@"; echo $? >"$WORK/rc"; }
@@ -135,17 +138,94 @@ climix() {
 	[ "$D" -eq 0 ] && [ "$E" -eq 0 ] && [ "$T" -gt 0 ]
 }
 
-mkdir -p "$A/handoff" "$A/ofdkeep" "$A/mix" || die "mkdir on the volume failed"
+# The library holder of killholder, and one round with pidlock(1) as
+# the holder: it and its command are killed together (the command keeps
+# the lock's descriptor).  The command says on fd 3 that it runs, so
+# that the lock is held (dlock killcmd).
+killholder() {
+	"$DLOCK" killholder "$A/killholder/h.lock" "$B/killholder/h.lock" \
+		"$ROUNDS"
+	lib=$?
+	"$DLOCK" killcmd "$B/killholder/cli.lock" \
+		"$PIDLOCK" "$A/killholder/cli.lock" \
+		sh -c 'echo x >&3; exec sleep 1000' || return 1
+	return "$lib"
+}
+
+# The pid of the FUSE client serving $VOLDIR/$1, from its pid file, and
+# only while that process is a glusterfs whose arguments name our volume
+# and that mount point: no other process is ever killed.
+client_pid() {	# a|b
+	cpid=$(cat "$VOLDIR/run/client-$1.pid" 2>/dev/null) || return 1
+	case $cpid in ''|*[!0-9]*) return 1 ;; esac
+	[ "$(cat "/proc/$cpid/comm" 2>/dev/null)" = glusterfs ] || return 1
+	cargs=$(tr '\0' '\n' <"/proc/$cpid/cmdline" 2>/dev/null) || return 1
+	printf '%s\n' "$cargs" | grep -qFx -e "--volfile-id=pidlockdist" &&
+		printf '%s\n' "$cargs" | grep -qFx -e "$VOLDIR/$1" &&
+		echo "$cpid"
+}
+
+# A crashed host: each round the client of mount a is killed while a
+# library holder there holds, a waiter on b must get the lock; then
+# the dead mount goes (umount -l) and a comes back with the same
+# command (gluster-up.sh remount), for the next round and later parts.
+killclient() {
+	bad=0
+	: >"$WORK/killclient.ms"
+	i=0
+	while [ "$i" -lt "$ROUNDS" ]; do
+		if ! cpid=$(client_pid a); then
+			echo "round $i: no glusterfs of ours serves $A"
+			return 1
+		fi
+		if out=$("$DLOCK" killclient "$A/killclient/c.lock.$i" \
+			"$B/killclient/c.lock.$i" "$cpid"); then
+			printf '%s\n' "$out" |
+				sed -n 's/.*kill to grant: \([0-9.]*\) ms$/\1/p' \
+				>>"$WORK/killclient.ms"
+		else
+			printf '%s\n' "$out" | grep -v '^killclient:' |
+				sed "s/^round 0:/round $i:/"
+			bad=$((bad + 1))
+		fi
+		# The client is replaced whatever happened: killed here if
+		# the round failed before its kill (still ours: checked again).
+		[ "$(client_pid a)" = "$cpid" ] && kill -9 "$cpid"
+		n=0
+		while [ "$(client_pid a)" = "$cpid" ] && [ "$n" -lt 100 ]; do
+			sleep 0.1; n=$((n + 1))
+		done
+		umount -l "$A" || { echo "round $i: umount -l $A failed"; return 1; }
+		sh "$here/gluster-up.sh" "$VOLDIR" remount a ||
+			{ echo "round $i: $A did not come back"; return 1; }
+		i=$((i + 1))
+	done
+	sort -n "$WORK/killclient.ms" | awk -v r="$ROUNDS" -v bad="$bad" '
+		{ v[NR] = $1 }
+		END {
+			printf "killclient: %d rounds, %d failed", r, bad
+			if (NR) printf "; kill to grant: median %.1f ms, max %.1f ms",
+				v[int(NR / 2) + 1], v[NR]
+			printf "\n"
+		}'
+	[ "$bad" -eq 0 ]
+}
+
+mkdir -p "$A/handoff" "$A/ofdkeep" "$A/mix" "$A/killholder" "$A/killclient" ||
+	die "mkdir on the volume failed"
 want handoff && part handoff with_rc "$DLOCK" handoff \
 	"$A/handoff/h.lock" "$B/handoff/h.lock" "$ROUNDS"
 want ofdkeep && part ofdkeep with_rc "$DLOCK" ofdkeep \
 	"$A/ofdkeep/o.lock" "$B/ofdkeep/o.lock" "$ROUNDS"
+want killholder && part killholder with_rc killholder
+want killclient && part killclient with_rc killclient
 want mix && part mix with_rc "$DLOCK" mix "$MIX_SECONDS" "$HOLD_MS" \
 	"$WORK/local/lib-held" "$A/mix/m.lock" "$A/mix/m.lock" \
 	"$B/mix/m.lock" "$B/mix/m.lock"
 want climix && part climix with_rc climix
 
 echo
+echo "distributed: $(since "$t0") from the start"
 if [ -n "$FAILED" ]; then
 	echo "distributed: FAILED:$FAILED"
 	exit 1
