@@ -14,6 +14,9 @@
 /* How often a try (timeout 0) starts over on a path that changed under
  * it before it reports the lock busy. */
 #define TRY_AGAIN_MAX 64
+/* Tries that found the file replaced, in a row, before a wait pauses
+ * between them (again_pause()). */
+#define AGAIN_FREE 4
 /* Checked once per handle (handle_check_dir()); the directory may not
  * exist at pidlock_new(). */
 static int check_dir(struct pidlock *lock)
@@ -164,6 +167,40 @@ static int again_allowed(int64_t deadline, int *agains)
 }
 
 /*
+ * The file keeps being replaced under us.  On a local file system that
+ * is other lockers taking turns, and the next try is due at once.  The
+ * client of a shared file system, though, may answer from a cached
+ * lookup for a while after another client replaced the file (GlusterFS:
+ * about 0.5 s): each try then creates, writes, syncs and removes a temp
+ * file in vain, 110 times in 0.5 s.  So after AGAIN_FREE such tries in a
+ * row, a wait sleeps between them, 1 ms doubling up to the poll
+ * interval, and wakes at once on a change of the name in the directory.
+ * A try never sleeps.
+ */
+static int again_pause(struct pidlock *lock, struct watch *w, int64_t deadline,
+		       int streak)
+{
+	int64_t ms = lock->retry_ms;
+	int r;
+
+	if (deadline == 0 || streak <= AGAIN_FREE)
+		return 0;
+	if (streak - AGAIN_FREE < 20 &&
+	    (int64_t)1 << (streak - AGAIN_FREE - 1) < ms)
+		ms = (int64_t)1 << (streak - AGAIN_FREE - 1);
+	if (deadline > 0 && deadline - io_now_ms() < ms)
+		ms = deadline - io_now_ms();
+	if (ms <= 0)
+		return 0;
+	if (w->ifd == -2)
+		wait_init(w, lock->dir);
+	if (w->file_wd < 0)
+		wait_watch_dir(w);
+	r = wait_for_event(w, lock->base, ms, ms);
+	return r < 0 ? r : 0;
+}
+
+/*
  * Creating the temp file needs write access to the directory (and free
  * space); taking over an existing lock file does not.  So a failure to
  * create sends us to step 3, and is reported only if there is no file.
@@ -180,7 +217,7 @@ int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 {
 	int64_t deadline = timeout_ms < 0 ? -1
 			 : timeout_ms == 0 ? 0 : io_now_ms() + timeout_ms;
-	int retries = 0, agains = 0;
+	int retries = 0, agains = 0, streak = 0;
 	bool busy = *busyp;
 
 	for (;;) {
@@ -213,10 +250,13 @@ int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 			return r < 0 ? r : 0;
 		if (r == TRY_AGAIN) {
 			r = again_allowed(deadline, &agains);
+			if (r == 0)
+				r = again_pause(lock, w, deadline, ++streak);
 			if (r < 0)
 				return r;
 			continue;
 		}
+		streak = 0;
 		if (timeout_ms == 0)
 			return -EWOULDBLOCK;
 		r = wait_busy(lock, w, fdp, deadline);
