@@ -82,6 +82,7 @@ from ._lock import Lock
 from ._slots import Slots
 from ._async import AsyncLock
 from ._filelock import AcquireReturnProxy, FileLock, UnixFileLock
+from ._holder import holder_pidfds, wait_free
 
 __all__ = [
     "AcquireReturnProxy",
@@ -97,5 +98,7 @@ __all__ = [
     "Timeout",
     "UnixFileLock",
     "inspect",
+    "holder_pidfds",
     "Slots",
+    "wait_free",
 ]

@@ -13,6 +13,7 @@ from typing import Callable, Optional
 
 from . import _lib, _log
 from ._errors import Busy, raise_for
+from ._holder import holder_pidfds
 from ._types import Flags, LockInfo, PathArg, path_bytes
 
 _INT_MAX = 2**31 - 1
@@ -262,6 +263,12 @@ class Lock(_lib.Owner):
                 with self._guard:
                     _lib.settle(self._undo_acquire)
             raise
+
+    def holder_pidfds(self) -> "list[tuple[int, int]]":
+        """(pid, pidfd) of the processes that hold this lock's path, as
+        pidlock.holder_pidfds() gives them (the caller closes the
+        pidfds)."""
+        return holder_pidfds(self._path)
 
     def __repr__(self) -> str:
         state = "locked" if self.locked else "unlocked"
