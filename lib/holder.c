@@ -189,6 +189,12 @@ static void drop_found(struct found *f)
 	f->count = 0;
 }
 
+/* An exclusive lock has one holder: the first proven is the one. */
+static bool enough(const struct found *f, const struct pidlock_info *info)
+{
+	return f->count && !info->shared;
+}
+
 /*
  * The candidates: the record's pid first (of several processes that
  * share the holder's descriptor, the one it names), then those
@@ -205,7 +211,7 @@ static int collect(const struct pidlock_info *info, const struct klock_holders *
 	if (info->pid > 0 && !info->foreign) {
 		seen[nseen++] = info->pid;
 		r = add(f, info->pid, k);
-		if (r < 0 || (f->count && !info->shared))
+		if (r < 0 || enough(f, info))
 			return r;
 	}
 	for (unsigned int i = 0; i < h->npids; i++) {
@@ -213,7 +219,7 @@ static int collect(const struct pidlock_info *info, const struct klock_holders *
 			continue;
 		seen[nseen++] = h->pids[i];
 		r = add(f, h->pids[i], k);
-		if (r < 0 || (f->count && !info->shared))
+		if (r < 0 || enough(f, info))
 			return r;
 	}
 	return 0;
