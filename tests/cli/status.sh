@@ -137,7 +137,7 @@ assert l["state"] == "held"
 assert sorted(l) == sorted(["path", "state", "exit_status", "pid",
     "pid_alive", "timestamp", "since", "age", "tag", "kernel_locks",
     "kernel_pid", "mode", "holders", "holder_pids", "holder_hidden",
-    "marker", "mtime", "error"]), sorted(l)
+    "marker", "mtime", "error", "host", "foreign"]), sorted(l)
 PY
 pass "JSON escaping holds for quotes, backslashes, newlines, UTF-8, bad bytes"
 "$PIDLOCK" --status "$name" | head -n 1 | LC_ALL=C grep -q '^we"ird\\?name.*\.lock: held' ||
