@@ -13,7 +13,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -225,6 +227,34 @@ static int collect(const struct pidlock_info *info, const struct klock_holders *
 	return 0;
 }
 
+/*
+ * Nobody the record or /proc/locks names holds it: a holder that forked
+ * workers and exited leaves the lock with them, under no name.  Every
+ * process is asked, a cheap look first and a proof for those that
+ * hold.  In pid order; an exclusive lock's first is the one.
+ */
+static int scan_all(const struct pidlock_info *info, const struct lock_key *k,
+		    struct found *f)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	int r = 0;
+
+	if (!d)
+		return -errno;
+	while (r == 0 && !enough(f, info) && (de = readdir(d)) != NULL) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (*end || pid <= 0 || pid > INT_MAX)
+			continue;
+		if (pid_holds((pid_t)pid, k) == 1)
+			r = add(f, (pid_t)pid, k);
+	}
+	(void)closedir(d);
+	return r;
+}
+
 /* The state says who can be looked for: 0 if a kernel lock holds it. */
 static int state_error(const struct pidlock_info *info)
 {
@@ -285,6 +315,8 @@ static int look(const char *path, struct found *f)
 	r = klock_holders(k.dev, k.ino, false, &h);
 	if (r == 0)
 		r = collect(&info, &h, &k, f);
+	if (r == 0 && !f->count && !info.foreign)
+		r = scan_all(&info, &k, f);
 	io_close_keep_errno(fd);
 	if (r < 0)
 		return r;

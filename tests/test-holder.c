@@ -208,6 +208,49 @@ START_TEST(forked_workers_record_names_one)
 }
 END_TEST
 
+/* The holder forked a worker and exited: the lock stays with the
+ * worker, whom neither the record nor /proc/locks names.  Found all the
+ * same, by asking every process. */
+START_TEST(worker_left_holding_found)
+{
+	const char *p = tu_path("a.lock");
+	struct holders h;
+	int pfd[2];
+	pid_t holder, worker = 0;
+
+	ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+	holder = fork();
+	ck_assert_int_ge(holder, 0);
+	if (holder == 0) {
+		struct pidlock *l;
+		pid_t w;
+
+		TU_CHILD_CHECK(pidlock_new(&l, p, 0) == 0);
+		TU_CHILD_CHECK(pidlock_acquire(l, -1) == 0);
+		w = fork();
+		TU_CHILD_CHECK(w >= 0);
+		if (w == 0) {
+			pause();
+			_exit(0);
+		}
+		TU_CHILD_CHECK(write(pfd[1], &w, sizeof(w)) == sizeof(w));
+		_exit(0);	/* the worker keeps the descriptor */
+	}
+	close(pfd[1]);
+	ck_assert_int_eq(tu_reap(holder), 0);
+	ck_assert_int_eq(read(pfd[0], &worker, sizeof(worker)), sizeof(worker));
+	close(pfd[0]);
+	h = holders_of(p);
+	ck_assert_int_eq(h.rc, 1);
+	ck_assert_int_eq(h.pids[0], worker);
+	assert_pidfd_of(h.pidfds[0]);
+	close_all(&h);
+	ck_assert_int_eq(kill(worker, SIGKILL), 0);
+	/* Not our child: wait_free sees the lock go with it. */
+	ck_assert_int_eq(pidlock_wait_free(p, 20000), 0);
+}
+END_TEST
+
 /* A shared lock: every holder; fewer slots than holders store what
  * fits and still count them all. */
 START_TEST(shared_holders_all)
@@ -414,6 +457,7 @@ int main(void)
 		{ no_kernel_lock_not_proven, 1 },
 		{ record_pid_must_hold, 1 },
 		{ forked_workers_record_names_one, 1 },
+		{ worker_left_holding_found, 1 },
 		{ shared_holders_all, 1 },
 		{ hidden_holder_is_remote, 1 },
 		{ wait_free_answers, 1 },
