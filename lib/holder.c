@@ -299,7 +299,7 @@ static int look(const char *path, struct found *f)
 {
 	struct pidlock_info info;
 	struct klock_holders h;
-	struct lock_key k;
+	struct lock_key k = { .dev = 0 };
 	struct stat st, now;
 	int fd, r;
 

@@ -214,7 +214,7 @@ static int wait_free(const char *path, int timeout_ms)
 			break;
 		}
 		r = sleep_once(&fw, left < PIDLOCK_DEFAULT_RETRY_MS ?
-					    left : PIDLOCK_DEFAULT_RETRY_MS * 10);
+					    left : (int64_t)PIDLOCK_DEFAULT_RETRY_MS * 10);
 		if (r < 0)
 			break;
 	}

@@ -283,12 +283,14 @@ static bool describe_kernel_holder(const char *path,
 				   char *buf, size_t size)
 {
 	pid_t holder = kernel_holder(path, info);
-	char kinds[32], host[PIDLOCK_HOST_MAX + 1];
+	char kinds[32];
 
 	format_kinds(info->kernel_locks, kinds, sizeof(kinds));
 	/* Written under another kernel: this host's /proc/locks cannot
 	 * name that holder, and its pid means nothing here. */
 	if (holder == 0 && info->foreign) {
+		char host[PIDLOCK_HOST_MAX + 1];
+
 		text_set(buf, size, "pid %d on %s holding %s", (int)info->pid,
 			 record_host(path, host, sizeof(host)), kinds);
 		return true;
@@ -606,13 +608,13 @@ static const char *state_meaning(enum pidlock_state state)
 
 static void print_pid(const char *path, const struct pidlock_info *info)
 {
-	char host[PIDLOCK_HOST_MAX + 1];
-
 	if (info->pid <= 0) {
 		out(stdout, "  pid:     none recorded\n");
 		return;
 	}
 	if (info->foreign) {
+		char host[PIDLOCK_HOST_MAX + 1];
+
 		out(stdout, "  pid:     %d (not judged here: another host's)\n",
 		    (int)info->pid);
 		out(stdout, "  host:    ");
