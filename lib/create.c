@@ -235,6 +235,26 @@ static void in_place_discard(struct pidlock *lock, int fd)
 }
 
 /*
+ * Rule A on our own new file: the locks of a handle of one kind do not
+ * keep out a locker of the other kind.  One that opened the file between
+ * our create and our locks, and took it over once the grace was out
+ * (we were descheduled that long), holds it with its kind while we take
+ * ours: its record and ours in one file, two holders.  1: another kind
+ * holds the file; 0: none; -errno.
+ */
+static int other_kind_holds(const struct pidlock *lock, int fd)
+{
+	unsigned int others = KINDS_ALL & ~lock->kinds, busy = 0;
+	int r;
+
+	if (!others)
+		return 0;
+	r = lock->shared ? klock_test_exclusive(fd, others, &busy)
+			 : klock_test(fd, others, &busy);
+	return r < 0 ? r : busy != 0;
+}
+
+/*
  * Lock, then write: we write only into a file we hold.  An acquirer that
  * opens the file in between and wins the locks holds an empty, young
  * file; it waits out rule C's grace for a write that never comes (we
@@ -256,7 +276,11 @@ static int create_in_place(struct pidlock *lock)
 	if (fd < 0)
 		return -errno;
 	r = klock_take_mode(fd, lock->kinds, lock->shared, false, &busy);
-	if (r == -EWOULDBLOCK) {
+	if (r == 0)
+		r = other_kind_holds(lock, fd);
+	/* Somebody holds our new file: it is theirs now, a file that
+	 * exists; closing gives back what we took. */
+	if (r == -EWOULDBLOCK || r == 1) {
 		io_close_keep_errno(fd);
 		return -EEXIST;
 	}

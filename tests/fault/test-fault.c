@@ -447,6 +447,58 @@ START_TEST(test_in_place_window)
 }
 END_TEST
 
+static struct tu_child ofd_holder;
+
+/* In the in-place create's window: an OFD-only locker with no grace
+ * takes the new, empty file over and holds it. */
+static void ofd_takes_in_window(const char *p)
+{
+	if (tu_fork(&ofd_holder) == 0) {
+		struct pidlock *l;
+
+		if (pidlock_new(&l, p, PIDLOCK_OFD_ONLY) < 0 ||
+		    pidlock_set_grace(l, 0) < 0 || pidlock_acquire(l, 0) < 0)
+			_exit(5);
+		tu_signal(&ofd_holder, 'L');
+		pause();
+		_exit(0);
+	}
+	ck_assert_int_eq(tu_wait_signal(&ofd_holder), 'L');
+}
+
+/*
+ * Rule A on the in-place create: a flock-only creator's locks do not
+ * keep out an OFD-only locker, who may take the new file over in the
+ * window before them (a creator descheduled past the grace).  The
+ * creator must see that holder and give way, not write its record into
+ * the holder's file beside it.
+ */
+START_TEST(test_in_place_other_kind)
+{
+	struct pidlock *lock;
+	char want[32];
+
+	fresh_dir();
+	fault_norename(1);
+	fault_notmpfile(1);
+	ck_assert_int_eq(pidlock_new(&lock, path, PIDLOCK_FLOCK_ONLY), 0);
+	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
+	ck_assert_int_eq(pidlock_release(lock), 0);
+	fault_after_create(ofd_takes_in_window);
+	ck_assert_int_eq(pidlock_acquire(lock, 0), -EWOULDBLOCK);
+	fault_after_create(NULL);
+	snprintf(want, sizeof(want), "pid=%d\n", (int)ofd_holder.pid);
+	ck_assert_msg(strncmp(tu_read(path), want, strlen(want)) == 0,
+		      "the holder's record was written over: %s", tu_read(path));
+	tu_kill(&ofd_holder);
+	ck_assert_int_eq(pidlock_acquire(lock, 5000), 0);
+	ck_assert_int_eq(pidlock_release(lock), 0);
+	pidlock_free(lock);
+	fault_notmpfile(0);
+	fault_norename(0);
+}
+END_TEST
+
 /*
  * A file system without flock(2): the lock cannot be taken there, and
  * the answer is -ENOLCK, the code pidlock_acquire(3) gives for a lock
@@ -639,6 +691,7 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc, test_named_path_runs);
 	tcase_add_test(tc, test_wait_without_watches);
 	tcase_add_test(tc, test_in_place_window);
+	tcase_add_test(tc, test_in_place_other_kind);
 	tcase_add_test(tc, test_no_flock);
 	tcase_add_test(tc, fork_waits_for_release_close);
 	tcase_add_test(tc, release_sees_fork_under_way);
