@@ -268,9 +268,12 @@ static int state_error(const struct pidlock_info *info)
 		return -EBADMSG;
 	case PIDLOCK_STATE_UNREADABLE:
 		return info->error ? -info->error : -EIO;
-	default:
-		return -ESRCH;	/* free, released, abandoned, stale */
+	case PIDLOCK_STATE_FREE:
+	case PIDLOCK_STATE_ABANDONED:
+	case PIDLOCK_STATE_STALE:
+		break;
 	}
+	return -ESRCH;	/* free, released, abandoned, stale, or unknown */
 }
 
 /* The file at path, opened to name it as the kernel does. */
