@@ -2,9 +2,10 @@
 /*
  * pidlock(1): what the files of the tool share.  One file a mode, and
  * the calls between files go one way only, never in a circle:
- * main -> options, run, status, list, remove, fd; remove, fd -> run
- * (taking the lock); run -> slots (taking one of N slots); run, list ->
- * status (describing a holder, JSON); all -> util;
+ * main -> options, run, status, list, remove, fd, control; remove, fd ->
+ * run (taking the lock); run -> slots (taking one of N slots); run, list
+ * -> status (describing a holder, JSON); options -> control (signal
+ * names); all -> util;
  * util -> none.
  */
 #ifndef PIDLOCK_CLI_H
@@ -18,9 +19,10 @@
 #include <pidlock.h>
 
 /* MODE_FD: lock a descriptor the shell opened (pidlock [-n|-w S] FD);
- * MODE_UNLOCK: pidlock -u FD. */
+ * MODE_UNLOCK: pidlock -u FD; MODE_SIGNAL, MODE_STOP, MODE_WAIT_FREE:
+ * --signal, --stop, --wait-free (control.c). */
 enum mode { MODE_RUN = 0, MODE_STATUS, MODE_LIST, MODE_REMOVE, MODE_FD,
-	    MODE_UNLOCK };
+	    MODE_UNLOCK, MODE_SIGNAL, MODE_STOP, MODE_WAIT_FREE };
 
 /* --status exit codes; errors use <sysexits.h> codes (64 and up). */
 enum {
@@ -28,6 +30,22 @@ enum {
 	STATUS_HELD = 1,
 	STATUS_LEFT = 2,	/* abandoned or stale */
 };
+
+/* --signal, --stop: the holder cannot be proven (a pid in a file with
+ * no kernel lock, a holder out of sight or another user's), so nothing
+ * was signalled.  Above --status's 0 to 2, below <sysexits.h>. */
+#define EXIT_UNPROVEN 3
+
+/* One step of --stop's schedule: send `sig`, or (sig 0) wait up to `ms`
+ * (-1: no limit) for the lock to be free. */
+struct stop_step {
+	int sig;
+	int ms;
+};
+
+/* Steps of a --retry schedule: start-stop-daemon's is as long as the
+ * user likes; a handful is what anyone writes. */
+#define STOP_STEPS_MAX 16
 
 struct opts {
 	enum mode mode;
@@ -54,6 +72,11 @@ struct opts {
 	pid_t fd_pid;		/* MODE_FD: the process the record names */
 	const char *shell_cmd;	/* -c before the operands (--fd) */
 	char **cmd;		/* run mode, --fd: NULL-terminated argv */
+	int signal;		/* --signal, --stop: the signal (default TERM) */
+	bool signal_set;
+	const char *retry;	/* --retry SCHEDULE, as given */
+	struct stop_step steps[STOP_STEPS_MAX];	/* --stop: what to do */
+	int nsteps;
 };
 
 /* options.c: 0 run with *o; 1 done (--help, --version); -code: exit. */
@@ -77,6 +100,13 @@ void json_info(const char *path, const struct pidlock_info *info, int error);
 int slots_acquire(const struct opts *o, struct pidlock_slots **setp,
 		  struct pidlock **lockp);
 int slots_fail(const struct opts *o, int err);
+
+/* control.c */
+int cmd_signal(const struct opts *o);
+int cmd_stop(const struct opts *o);
+int cmd_wait_free(const struct opts *o);
+int parse_signal(const char *s);
+const char *signal_abbrev(int sig);
 
 /* list.c */
 int cmd_list(const struct opts *o);

@@ -33,6 +33,12 @@ int main(int argc, char **argv)
 		return cmd_fd(&o);
 	case MODE_UNLOCK:
 		return cmd_unlock(&o);
+	case MODE_SIGNAL:
+		return cmd_signal(&o);
+	case MODE_STOP:
+		return cmd_stop(&o);
+	case MODE_WAIT_FREE:
+		return cmd_wait_free(&o);
 	case MODE_RUN:
 		break;
 	}

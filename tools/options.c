@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,10 @@ enum {
 	OPT_UNLOCK,
 	OPT_SLOTS,
 	OPT_HOST_LOCAL,
+	OPT_SIGNAL,
+	OPT_STOP,
+	OPT_RETRY,
+	OPT_WAIT_FREE,
 };
 
 /* Modes an option is allowed in, as bits. */
@@ -46,9 +51,15 @@ enum {
 	M_REMOVE = 1 << MODE_REMOVE,
 	M_FD = 1 << MODE_FD,
 	M_UNLOCK = 1 << MODE_UNLOCK,
+	M_SIGNAL = 1 << MODE_SIGNAL,
+	M_STOP = 1 << MODE_STOP,
+	M_WAIT_FREE = 1 << MODE_WAIT_FREE,
 	/* what takes or lets go of a lock */
 	M_LOCKING = M_RUN | M_FD | M_UNLOCK,
-	M_ALL = M_RUN | M_STATUS | M_LIST | M_REMOVE | M_FD | M_UNLOCK,
+	/* what acts on a lock's holder without taking it */
+	M_CONTROL = M_SIGNAL | M_STOP | M_WAIT_FREE,
+	M_ALL = M_RUN | M_STATUS | M_LIST | M_REMOVE | M_FD | M_UNLOCK |
+		M_CONTROL,
 };
 
 /* What an option does: the generic kinds are the table's own values. */
@@ -114,6 +125,16 @@ struct optdef {
 "     --slots N                with --status: show each of the N slots\n" \
 "     --remove                 delete each LOCKFILE if nobody holds it\n" \
 "\n" \
+"Acting on the holder, never on a pid guess (pidfds proven to hold the lock):\n" \
+"     --signal SIG LOCKFILE    send SIG (TERM, SIGHUP, 10...) to the holder(s)\n" \
+"     --stop LOCKFILE          send TERM (or --signal SIG), wait until free;\n" \
+"                              -w SECONDS: at most that long (default: no limit)\n" \
+"     --retry SCHEDULE         with --stop: SIG/SECONDS/SIG/SECONDS..., such as\n" \
+"                              TERM/5/KILL/2; a lone T means SIG/T/KILL/T\n" \
+"     --wait-free LOCKFILE     wait until nobody holds it, without taking it\n" \
+"                              (-w SECONDS: at most that long)\n" \
+"     --slots N                with these: every slot, LOCKFILE.0 to .N-1\n" \
+"\n" \
 "Locking a descriptor the shell opened (exec 9<>FILE), as flock(1) FD:\n" \
 "     FD                       lock it (-n, -w, -x as above; not -s); the lock\n" \
 "                              file names the shell, and the lock lasts while\n" \
@@ -127,6 +148,8 @@ struct optdef {
 "\n" \
 "Exit status: the command's, or 128+N if signal N killed it; 1 (or -E N) if\n" \
 "the lock is busy; --status: 0 free, 1 held, 2 abandoned or stale;\n" \
+"--signal: 0 sent, 1 free; --stop, --wait-free: 0 free, 1 still held;\n" \
+"3 holder cannot be proven (a pid in a file, out of sight), nothing sent;\n" \
 "64 usage (or FD not open for reading and writing), 65 not a lock file\n" \
 "(nothing changed) or FD not open, 66 unusable lock file, 69 command cannot\n" \
 "run, 71 system error, 75 FD's file is no longer at its path (open it\n" \
@@ -141,6 +164,9 @@ static void usage(void)
 		"--status [--json] LOCKFILE...",
 		"--list [--json] DIRECTORY",
 		"--remove LOCKFILE...",
+		"--signal SIG [--slots N] LOCKFILE",
+		"--stop [-w SECONDS | --retry SCHEDULE] [--signal SIG] LOCKFILE",
+		"--wait-free [-w SECONDS] [--slots N] LOCKFILE",
 		"[-n | -w SECONDS] FD",
 		"[options] --fd FD COMMAND [ARG...]",
 		"[options] --fd FD -c 'SHELL COMMAND'",
@@ -297,6 +323,29 @@ static int set_exclusive(struct opts *o, const char *arg)
 	return 0;
 }
 
+static int set_signal(struct opts *o, const char *arg)
+{
+	o->signal = parse_signal(arg);
+	if (o->signal <= 0)
+		return usage_error("invalid signal '%s' (a name such as TERM, "
+				   "SIGHUP or USR1, or a number from 1 to %d)",
+				   arg, SIGRTMAX);
+	o->signal_set = true;
+	return 0;
+}
+
+/* --retry: checked here, turned into steps once --signal is known
+ * (make_steps()). */
+static int check_schedule(const char *s);
+
+static int set_retry(struct opts *o, const char *arg)
+{
+	if (check_schedule(arg) < 0)
+		return try_help();
+	o->retry = arg;
+	return 0;
+}
+
 static int show_help(struct opts *o, const char *arg)
 {
 	(void)o;
@@ -362,7 +411,7 @@ static const struct optdef options[] = {
 	ALIAS("nonblocking", 'n', no_argument),
 	ALIAS("nb", 'n', no_argument),
 	CALL("timeout", 'w', required_argument, set_timeout,
-	     M_RUN | M_REMOVE | M_FD),
+	     M_RUN | M_REMOVE | M_FD | M_STOP | M_WAIT_FREE),
 	ALIAS("wait", 'w', required_argument),
 	CALL("conflict-exit-code", 'E', required_argument, set_conflict_code,
 	     M_RUN | M_REMOVE | M_FD | M_UNLOCK),
@@ -392,7 +441,12 @@ static const struct optdef options[] = {
 	MODE("unlock", 'u', MODE_UNLOCK),
 	CALL("mode", OPT_MODE, required_argument, set_file_mode, M_RUN),
 	CALL("slots", OPT_SLOTS, required_argument, set_slots,
-	     M_RUN | M_STATUS),
+	     M_RUN | M_STATUS | M_CONTROL),
+	CALL("signal", OPT_SIGNAL, required_argument, set_signal,
+	     M_SIGNAL | M_STOP),
+	MODE("stop", OPT_STOP, MODE_STOP),
+	CALL("retry", OPT_RETRY, required_argument, set_retry, M_STOP),
+	MODE("wait-free", OPT_WAIT_FREE, MODE_WAIT_FREE),
 	CALL("fd", OPT_FD, required_argument, set_fd, M_FD),
 	CALL("command", 'c', required_argument, set_command, M_RUN | M_FD),
 };
@@ -482,6 +536,8 @@ static const char *mode_name(enum mode m)
 		[MODE_RUN] = "running a command", [MODE_STATUS] = "--status",
 		[MODE_LIST] = "--list", [MODE_REMOVE] = "--remove",
 		[MODE_FD] = "a descriptor", [MODE_UNLOCK] = "--unlock",
+		[MODE_SIGNAL] = "--signal", [MODE_STOP] = "--stop",
+		[MODE_WAIT_FREE] = "--wait-free",
 	};
 
 	return names[m];
@@ -492,7 +548,8 @@ static const char *mode_name(enum mode m)
 static int check_combinations(const struct opts *o, const struct parser *p)
 {
 	if (p->modes_given > 1)
-		return usage_error("%s", "--status, --list, --remove and --unlock exclude each other");
+		return usage_error("%s", "--status, --list, --remove, --unlock, "
+				   "--stop and --wait-free exclude each other");
 	for (int i = 0; i < p->nseen; i++)
 		if (!(p->seen[i]->modes & (1U << o->mode)) && p->seen[i]->name)
 			return usage_error("--%s cannot be used with %s",
@@ -506,6 +563,9 @@ static int check_combinations(const struct opts *o, const struct parser *p)
 		return usage_error("%s", "--exec and --close exclude each other: the lock would end at exec");
 	if (o->slots && (o->flags & PIDLOCK_SHARED))
 		return usage_error("%s", "--shared and --slots exclude each other: a slot has one holder");
+	if (o->retry && o->timeout_set)
+		return usage_error("%s", "-w and --retry exclude each other: the "
+				   "schedule says how long each step waits");
 	if (o->mode == MODE_FD && !o->fd_command && (o->exec || o->close_fd))
 		return usage_error("%s needs a command: pidlock --fd FD %s COMMAND",
 				   o->exec ? "--exec" : "--close",
@@ -576,6 +636,9 @@ static int parse_operands(int argc, char **argv, struct opts *o)
 				   "a lock file name");
 	if (o->mode == MODE_LIST && o->nfiles != 1)
 		return usage_error("%s takes exactly one directory", "--list");
+	if (((1U << o->mode) & M_CONTROL) && o->nfiles != 1)
+		return usage_error("%s takes exactly one lock file",
+				   mode_name(o->mode));
 	for (int i = 0; i < o->nfiles; i++)
 		if (!o->files[i][0])
 			return usage_error("%s", "empty file name");
@@ -647,8 +710,109 @@ static void decide_mode(int argc, char **argv, struct opts *o,
 {
 	if (o->mode != MODE_RUN || p->modes_given > 0)
 		return;
-	if (o->fd_command || fd_form(argc, argv))
+	if (o->signal_set)
+		o->mode = MODE_SIGNAL;
+	else if (o->fd_command || fd_form(argc, argv))
 		o->mode = MODE_FD;
+}
+
+/* ---- --stop's schedule ------------------------------------------- */
+
+/* A schedule item: a timeout in seconds (a plain number, fractions
+ * allowed), else a signal, by name or as -NUMBER (start-stop-daemon's
+ * spelling: a bare number is a timeout).  0 and *step set, or -1. */
+static int schedule_item(const char *s, size_t len, struct stop_step *step)
+{
+	char item[32];
+
+	if (len == 0 || len >= sizeof(item))
+		return -1;
+	memcpy(item, s, len);
+	item[len] = '\0';
+	step->sig = 0;
+	step->ms = 0;
+	if (item[0] >= '0' && item[0] <= '9')
+		return parse_seconds(item, &step->ms);
+	step->sig = parse_signal(item[0] == '-' ? item + 1 : item);
+	return step->sig > 0 ? 0 : -1;
+}
+
+/* The items of s into steps; how many, or -1 (said why). */
+static int schedule_steps(const char *s, struct stop_step *steps)
+{
+	int n = 0;
+
+	for (const char *p = s;; n++) {
+		size_t len = strcspn(p, "/");
+
+		if (n == STOP_STEPS_MAX) {
+			warn_msg("--retry '%s': more than %d items", s,
+				 STOP_STEPS_MAX);
+			return -1;
+		}
+		if (schedule_item(p, len, &steps[n]) < 0) {
+			warn_msg("--retry '%s': '%.*s' is neither a timeout in "
+				 "seconds nor a signal such as TERM or -9", s,
+				 (int)len, p);
+			return -1;
+		}
+		if (!p[len])
+			return n + 1;
+		p += len + 1;
+	}
+}
+
+/* A lone timeout T, or items that end with a timeout, the wait after
+ * the last signal. */
+static int check_schedule(const char *s)
+{
+	struct stop_step steps[STOP_STEPS_MAX];
+	int n = schedule_steps(s, steps);
+
+	if (n < 0)
+		return -1;
+	if (n == 1 && steps[0].sig == 0)
+		return 0;
+	if (n < 2 || steps[n - 1].sig != 0) {
+		warn_msg("--retry '%s': a schedule ends with a timeout, the wait "
+			 "after its last signal, such as TERM/5/KILL/2", s);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * --stop's steps: SIG then -w (or no limit); --retry T: SIG/T/KILL/T,
+ * as start-stop-daemon has it; --retry with items: those, whose signals
+ * --signal would contradict.
+ */
+static int make_steps(struct opts *o)
+{
+	int sig = o->signal_set ? o->signal : SIGTERM;
+
+	if (!o->retry) {
+		o->steps[0] = (struct stop_step){ sig, 0 };
+		o->steps[1] = (struct stop_step){ 0, o->timeout_ms };
+		o->nsteps = 2;
+		return 0;
+	}
+	o->nsteps = schedule_steps(o->retry, o->steps);
+	if (o->nsteps == 1) {
+		int ms = o->steps[0].ms;
+
+		o->steps[0] = (struct stop_step){ sig, 0 };
+		o->steps[1] = (struct stop_step){ 0, ms };
+		o->steps[2] = (struct stop_step){ SIGKILL, 0 };
+		o->steps[3] = (struct stop_step){ 0, ms };
+		o->nsteps = 4;
+		return 0;
+	}
+	if (o->signal_set) {
+		warn_msg("--signal and a --retry schedule of signals exclude "
+			 "each other: the schedule names its signals");
+		return -1;
+	}
+	return 0;
 }
 
 /* 0: run with *o; 1: done (--help, --version); -code: exit with code. */
@@ -682,6 +846,8 @@ int parse_options(int argc, char **argv, struct opts *o)
 		return parse_fd_form(argc, argv, o);
 	if (o->mode == MODE_UNLOCK)
 		return parse_fd_operand(argc, argv, o);
+	if (o->mode == MODE_STOP && make_steps(o) < 0)
+		return try_help();
 	if (o->mode != MODE_RUN)
 		return parse_operands(argc, argv, o);
 	r = parse_command(argc, argv, o);

@@ -93,7 +93,7 @@ cd "$T" || exit 99
 mkdir adir
 touch afile
 complete_line pidlock --st > c
-grep -qx -- --status c && grep -qx -- --stale c && [ "$(wc -l < c)" = 2 ] ||
+grep -qx -- --status c && grep -qx -- --stale c && grep -qx -- --stop c && [ "$(wc -l < c)" = 3 ] ||
 	fail "pidlock --st<TAB>: $(cat c)"
 pass "completion: options"
 complete_line pidlock --list a > c

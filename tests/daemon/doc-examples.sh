@@ -37,7 +37,7 @@ out=$(cd "$tmp" && systemd-analyze verify --man=no ./exampled.service 2>&1) ||
 echo "ok 1 - systemd-analyze verify: Type=forking, PIDFile="
 
 # --- SysV / LSB -------------------------------------------------------------
-init() { DAEMON=$daemon PIDFILE=$pidfile sh "$top/doc/examples/daemon.init" "$@"; }
+init() { DAEMON=$daemon PIDFILE=$pidfile PIDLOCK=$PWD/tools/pidlock sh "$top/doc/examples/daemon.init" "$@"; }
 alive() { [ -d "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
 wait_gone() {
 	i=0

@@ -11,6 +11,12 @@
  * EOPNOTSUPP, as on a file system without O_TMPFILE; if FAULT_LOG names
  * a file, each refusal and each named temp file created is noted there,
  * so a test run can prove that the fallback ran.
+ *
+ * FAULT_BEFORE_PIDFD_OPEN=SCRIPT and FAULT_BEFORE_PIDFD_SEND_SIGNAL=SCRIPT
+ * run /bin/sh SCRIPT once, to its end, right before the program's first
+ * pidfd_open(2) or pidfd_send_signal(2) (through syscall(2) or the C
+ * library's wrapper), with the pid or the pidfd as $1: a test puts
+ * whatever it likes (a pid reused) between a look-up and its use.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -25,6 +31,9 @@
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "faultshim.h"
@@ -45,6 +54,8 @@ static struct {
 	fault_fd_hook closing;	/* once, before close(closing_fd) */
 	int closing_fd;
 	char path[4096];	/* path argument of the failed call, if any */
+	bool open_hooked;	/* FAULT_BEFORE_PIDFD_OPEN has run */
+	bool send_hooked;	/* FAULT_BEFORE_PIDFD_SEND_SIGNAL has run */
 } st = { .notmpfile = -1, .norename = -1, .noflock = -1 };
 
 EXPORT void fault_arm(enum fault_fn fn, int nth, int err)
@@ -443,4 +454,80 @@ EXPORT int close(int fd)
 		fn(fd);
 	}
 	return real_close(fd);
+}
+
+/* The script named by var, once, run to its end with arg as $1; the
+ * shim is not preloaded into it. */
+static void run_hook(const char *var, bool *done, long arg)
+{
+	const char *script = getenv(var);
+	int saved = errno, status;
+	char text[32];
+	pid_t pid;
+
+	if (*done || !script || !script[0])
+		return;
+	*done = true;
+	(void)snprintf(text, sizeof(text), "%ld", arg);
+	pid = fork();
+	if (pid == 0) {
+		(void)unsetenv("LD_PRELOAD");
+		execl("/bin/sh", "sh", script, text, (char *)NULL);
+		_exit(127);
+	}
+	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	errno = saved;
+}
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+/*
+ * syscall(2) takes its arguments as longs, as many as the call has: the
+ * six a system call can have are passed on, as the C library's own
+ * syscall() reads them (the extra ones are whatever the registers hold,
+ * and the kernel ignores them).
+ */
+EXPORT long syscall(long number, ...)
+{
+	REAL(long, syscall, (long, ...));
+	long a[6];
+	va_list ap;
+
+	va_start(ap, number);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (number == SYS_pidfd_open)
+		run_hook("FAULT_BEFORE_PIDFD_OPEN", &st.open_hooked, a[0]);
+	else if (number == SYS_pidfd_send_signal)
+		run_hook("FAULT_BEFORE_PIDFD_SEND_SIGNAL", &st.send_hooked, a[0]);
+	return real_syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+/* The C library's wrappers (glibc 2.36 and later), for a program that
+ * calls them instead. */
+EXPORT int pidfd_open(pid_t pid, unsigned int flags);
+EXPORT int pidfd_open(pid_t pid, unsigned int flags)
+{
+	REAL(int, pidfd_open, (pid_t, unsigned int));
+
+	run_hook("FAULT_BEFORE_PIDFD_OPEN", &st.open_hooked, pid);
+	return real_pidfd_open(pid, flags);
+}
+
+EXPORT int pidfd_send_signal(int pidfd, int sig, void *info,
+			     unsigned int flags);
+EXPORT int pidfd_send_signal(int pidfd, int sig, void *info,
+			     unsigned int flags)
+{
+	REAL(int, pidfd_send_signal, (int, int, void *, unsigned int));
+
+	run_hook("FAULT_BEFORE_PIDFD_SEND_SIGNAL", &st.send_hooked, pidfd);
+	return real_pidfd_send_signal(pidfd, sig, info, flags);
 }
