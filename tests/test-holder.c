@@ -332,9 +332,9 @@ static int wait_free_fn(struct tu_child *c, void *arg)
 	return r == 0 ? 0 : r == -ETIMEDOUT ? 10 : 11;
 }
 
-static void waiter(struct tu_child *w, const char *p)
+static void waiter(struct tu_child *w, char *p)
 {
-	tu_spawn(w, wait_free_fn, (void *)p);
+	tu_spawn(w, wait_free_fn, p);
 	ck_assert_int_eq(tu_wait_signal(w), 'W');
 	if (!tu_wait_in_poll(w->pid))
 		tu_msleep(200);
@@ -372,7 +372,7 @@ enum letgo { LG_RELEASE, LG_KEPT, LG_KILL, LG_SPEC, LG_PIDFILE, LG_N };
 
 START_TEST(wait_free_wakes)
 {
-	const char *p = tu_path("a.lock");
+	char *p = tu_path("a.lock");
 	enum letgo how = (enum letgo)_i;
 	struct tu_child c, w;
 	pid_t daemon = 0;
