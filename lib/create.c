@@ -244,13 +244,9 @@ static void in_place_discard(struct pidlock *lock, int fd)
  */
 static int other_kind_holds(const struct pidlock *lock, int fd)
 {
-	unsigned int others = KINDS_ALL & ~lock->kinds, busy = 0;
-	int r;
+	unsigned int busy = 0;
+	int r = klock_test_others(fd, lock->kinds, lock->shared, &busy);
 
-	if (!others)
-		return 0;
-	r = lock->shared ? klock_test_exclusive(fd, others, &busy)
-			 : klock_test(fd, others, &busy);
 	return r < 0 ? r : busy != 0;
 }
 

@@ -353,13 +353,9 @@ static int takeover(struct pidlock *lock, int fd, const struct stat *st,
 static int others_hold(struct pidlock *lock, int fd, const struct content *c,
 		       const struct stat *st)
 {
-	unsigned int others = KINDS_ALL & ~lock->kinds, busy = 0;
-	int r;
+	unsigned int busy = 0;
+	int r = klock_test_others(fd, lock->kinds, lock->shared, &busy);
 
-	if (!others)
-		return 0;
-	r = lock->shared ? klock_test_exclusive(fd, others, &busy)
-			 : klock_test(fd, others, &busy);
 	if (r < 0)
 		return r;
 	if (!busy)

@@ -280,15 +280,10 @@ static int state_error(const struct pidlock_info *info)
 static int open_key(const char *path, struct lock_key *k, struct stat *st)
 {
 	dev_t dev;
-	int fd = lease_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-				  O_CLOEXEC | O_NOCTTY);
+	int fd = inspect_open(path, st);
 
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, st) < 0) {
-		io_close_keep_errno(fd);
-		return -errno;
-	}
 	dev = st->st_dev;
 	/* btrfs: /proc/locks names the mount's device, not stat(2)'s. */
 	if (!klock_fd_listed_dev(fd, &dev))

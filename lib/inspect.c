@@ -321,6 +321,29 @@ static int inspect(const char *path, struct pidlock_info *info,
 }
 
 /*
+ * The lock file at path, opened to be looked at: a plain file (*st its
+ * fstat), read-only, never hanging on a FIFO swapped in or a lease.
+ * The descriptor, or -errno.
+ */
+int inspect_open(const char *path, struct stat *st)
+{
+	int r, fd = lease_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+					 O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, st) < 0)
+		r = -errno;
+	else
+		r = handle_check_type(st->st_mode);
+	if (r < 0) {
+		io_close_keep_errno(fd);
+		return r;
+	}
+	return fd;
+}
+
+/*
  * The record's host= line, for a reader that found it foreign
  * (pidlock_info.foreign).  A second read of the file: a record replaced
  * since the inspect shows its own writer's host.
@@ -339,15 +362,9 @@ static int record_host(const char *path, char *host, size_t size)
 	r = handle_check_path(path);
 	if (r < 0)
 		return r;
-	fd = lease_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
-				  O_NOCTTY);
+	fd = inspect_open(path, &st);
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, &st) < 0 || (r = handle_check_type(st.st_mode)) < 0) {
-		r = r < 0 ? r : -errno;
-		io_close_keep_errno(fd);
-		return r;
-	}
 	n = io_read_bounded(fd, buf, sizeof(buf));
 	io_close_keep_errno(fd);
 	if (n < 0)

@@ -156,6 +156,8 @@ int klock_take_mode(int fd, unsigned int kinds, bool shared, bool wait,
 		    unsigned int *busy);
 int klock_try_exclusive(int fd, unsigned int kinds);
 int klock_test_exclusive(int fd, unsigned int kinds, unsigned int *held);
+int klock_test_others(int fd, unsigned int kinds, bool shared,
+		      unsigned int *held);
 bool klock_shared_excludes(int fd, unsigned int kinds);
 bool klock_writer_waits(dev_t dev, ino_t ino);
 bool klock_fd_listed_dev(int fd, dev_t *dev);
@@ -279,6 +281,7 @@ bool writer_may_hold(pid_t pid, const struct stat *st);
 bool writer_running(pid_t pid);
 
 /* inspect.c */
+int inspect_open(const char *path, struct stat *st);
 int inspect_fd(int fd, struct stat *st, struct pidlock_info *info,
 	       unsigned int stale_sec, int readings);
 bool inspect_spec_is_stale(const struct content *c, unsigned int stale_sec);

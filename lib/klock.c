@@ -194,6 +194,23 @@ int klock_test_exclusive(int fd, unsigned int kinds, unsigned int *held)
 }
 
 /*
+ * Rule A's test: which kinds that a handle of `kinds` did not take are
+ * held by somebody (another flag set, or the other peer family), into
+ * *held.  A shared taker is kept out only by a writer.
+ */
+int klock_test_others(int fd, unsigned int kinds, bool shared,
+		      unsigned int *held)
+{
+	unsigned int others = KINDS_ALL & ~kinds;
+
+	*held = 0;
+	if (!others)
+		return 0;
+	return shared ? klock_test_exclusive(fd, others, held)
+		      : klock_test(fd, others, held);
+}
+
+/*
  * Let go of the locks while the descriptor stays open.  A process
  * forked during the hold shares the open file description, and with it
  * the locks: without this, a worker that merely inherited the

@@ -58,18 +58,12 @@ static bool is_free(enum pidlock_state state)
 static int keep_file(struct free_wait *fw)
 {
 	struct stat st;
-	int r = 0, fd = lease_open(fw->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-					     O_CLOEXEC | O_NOCTTY);
+	int fd = inspect_open(fw->path, &st);
 
 	if (fd == -ENOENT || fd == -ESTALE)
 		return 0;
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, &st) < 0 || (r = handle_check_type(st.st_mode)) < 0) {
-		r = r < 0 ? r : -errno;
-		io_close_keep_errno(fd);
-		return r;
-	}
 	fw->fd = fd;
 	/* Watched after our open, so that only others' closes count. */
 	if (fw->w.ifd >= 0 && wait_watch_file(&fw->w, fw->path, WATCH_RELEASE) < 0)

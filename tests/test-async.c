@@ -200,27 +200,6 @@ START_TEST(async_spec_holder_removed)
 }
 END_TEST
 
-/* Other names come and go beside a spec-only holder's file (whose
- * directory the wait watches), every 20 ms for a second. */
-static pid_t churn_names(void)
-{
-	pid_t pid = fork();
-
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		const char *tmp = tu_path("other.tmp");
-
-		for (int i = 0; i < 50; i++) {
-			tu_write(tmp, "x");
-			if (unlink(tmp) < 0)
-				_exit(1);
-			usleep(20 * 1000);
-		}
-		_exit(0);
-	}
-	return pid;
-}
-
 /* Nothing happens to the lock: the loop sleeps, whatever it does with
  * the descriptor (a level-triggered poll), for a kernel holder, and for
  * a spec-only one while other names come and go in the directory. */
@@ -237,7 +216,7 @@ START_TEST(async_never_spins)
 		tu_hold(&c, p, 0);
 	} else {
 		tu_write_spec(p, getpid(), 0, "spec");
-		churn = churn_names();
+		churn = tu_churn_names();
 	}
 	wakes = loop_until_held(l, 800);
 	ck_assert_int_eq(wakes, -1);

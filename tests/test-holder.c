@@ -409,27 +409,8 @@ START_TEST(wait_free_wakes)
 }
 END_TEST
 
-/* Names come and go beside the held file, every 20 ms for a second:
- * the waiter sleeps through them. */
-static pid_t churn_names(void)
-{
-	pid_t pid = fork();
-
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		const char *tmp = tu_path("other.tmp");
-
-		for (int i = 0; i < 50; i++) {
-			tu_write(tmp, "x");
-			if (unlink(tmp) < 0)
-				_exit(1);
-			usleep(20 * 1000);
-		}
-		_exit(0);
-	}
-	return pid;
-}
-
+/* Names come and go beside the held file (tu_churn_names()): the
+ * waiter sleeps through them. */
 START_TEST(wait_free_never_spins)
 {
 	const char *p = tu_path("a.lock");
@@ -438,7 +419,7 @@ START_TEST(wait_free_never_spins)
 	long cpu0;
 
 	tu_hold(&c, p, 0);
-	churn = churn_names();
+	churn = tu_churn_names();
 	cpu0 = tu_cpu_ms();
 	ck_assert_int_eq(pidlock_wait_free(p, 1000), -ETIMEDOUT);
 	ck_assert_msg(tu_cpu_ms() - cpu0 < 100, "a wait burnt %ld ms CPU",

@@ -644,3 +644,22 @@ const char *tu_host_lines(void)
 		 tu_boot_id()[0] ? "\n" : "");
 	return lines;
 }
+
+pid_t tu_churn_names(void)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		const char *tmp = tu_path("other.tmp");
+
+		for (int i = 0; i < 50; i++) {
+			tu_write(tmp, "x");
+			if (unlink(tmp) < 0)
+				_exit(1);
+			usleep(20 * 1000);
+		}
+		_exit(0);
+	}
+	return pid;
+}

@@ -114,6 +114,11 @@ void tu_flock1_hold(struct tu_child *c, const char *path, bool shared);
  * not test). */
 bool tu_wait_in_poll(pid_t pid);
 
+/* A child that makes and removes another name beside the lock, every
+ * 20 ms for a second (events a wait must sleep through); its pid, to
+ * tu_reap(), which gives 0. */
+pid_t tu_churn_names(void);
+
 /* Run a shell command; returns its exit status. */
 int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
