@@ -280,12 +280,39 @@ static unsigned int parse_row(const char *line, dev_t dev, ino_t ino,
 	return rw->kind;
 }
 
+/* What tells two holders' rows apart, short of the kernel's pointers. */
+struct row_key {
+	unsigned int kind;
+	pid_t pid;
+	bool read;
+};
+
 struct holders_query {
 	dev_t dev;
 	ino_t ino;
 	bool any_dev;
 	struct klock_holders *h;
+	/* The rows of this reading, told apart by their row_key: a reading
+	 * that took several read(2) calls while locks came and went may
+	 * print a row twice (the rows before it moved on), and so count
+	 * one holder twice. */
+	struct row_key seen[KLOCK_PIDS_MAX];
+	unsigned int nseen;
+	unsigned int uniq_flock;
+	unsigned int uniq_ofd;
 };
+
+static bool seen_before(struct holders_query *q, unsigned int kind,
+			const struct row *rw)
+{
+	for (unsigned int i = 0; i < q->nseen; i++)
+		if (q->seen[i].kind == kind && q->seen[i].pid == rw->pid &&
+		    q->seen[i].read == rw->read)
+			return true;
+	if (q->nseen < KLOCK_PIDS_MAX)
+		q->seen[q->nseen++] = (struct row_key){ kind, rw->pid, rw->read };
+	return false;
+}
 
 static int holders_row(char *line, void *arg)
 {
@@ -303,6 +330,12 @@ static int holders_row(char *line, void *arg)
 		h->flock_rows++;
 	else
 		h->ofd_rows++;
+	if (!seen_before(q, kind, &rw)) {
+		if (kind == PIDLOCK_KIND_FLOCK)
+			q->uniq_flock++;
+		else
+			q->uniq_ofd++;
+	}
 	if (rw.pid > 0 && h->npids < KLOCK_PIDS_MAX)
 		h->pids[h->npids++] = rw.pid;
 	return 0;
@@ -315,6 +348,25 @@ static void add_pid(struct klock_holders *h, pid_t pid)
 			return;
 	if (h->npids < KLOCK_PIDS_MAX)
 		h->pids[h->npids++] = pid;
+}
+
+/* One reading of the list.  A torn one counts each holder's row once:
+ * two holders whose rows look the same (one process, two descriptions)
+ * are then one, which "at least" allows; a row printed twice is not. */
+static int read_holders(dev_t dev, ino_t ino, bool any_dev,
+			struct klock_holders *h, bool *torn)
+{
+	struct holders_query q = { .dev = dev, .ino = ino, .any_dev = any_dev,
+				   .h = h };
+	int r;
+
+	memset(h, 0, sizeof(*h));
+	r = proclocks_each(holders_row, &q, torn);
+	if (r == 0 && *torn) {
+		h->flock_rows = q.uniq_flock;
+		h->ofd_rows = q.uniq_ofd;
+	}
+	return r;
 }
 
 /* What either of two readings of a torn list shows: a lock it lists
@@ -356,17 +408,12 @@ int klock_holders_n(dev_t dev, ino_t ino, bool any_dev,
 		    struct klock_holders *h, int readings)
 {
 	struct klock_holders more;
-	struct holders_query q = { dev, ino, any_dev, NULL };
 	bool torn;
 	int r;
 
-	memset(h, 0, sizeof(*h));
-	q.h = h;
-	r = proclocks_each(holders_row, &q, &torn);
+	r = read_holders(dev, ino, any_dev, h, &torn);
 	for (int i = 1; r == 0 && torn && i < readings; i++) {
-		memset(&more, 0, sizeof(more));
-		q.h = &more;
-		r = proclocks_each(holders_row, &q, &torn);
+		r = read_holders(dev, ino, any_dev, &more, &torn);
 		merge_holders(h, &more);
 	}
 	h->torn = torn;
