@@ -21,6 +21,19 @@ if [ "${PIDREUSE_INNER:-}" != 1 ]; then
 	REAPER=$PWD/tests/daemon/reaper
 	[ -f "$SHIM" ] || { echo "no $SHIM: make check builds it" >&2; exit 99; }
 	[ -x "$REAPER" ] || { echo "no $REAPER: make check builds it" >&2; exit 99; }
+	# A program built with AddressSanitizer aborts unless its runtime
+	# comes first among the preloaded libraries (make check-asan).
+	case "${SAN_CFLAGS:-}" in
+	*address*)
+		for rt in libubsan.so libasan.so; do
+			f=$(${PY_TEST_CC:-cc} -print-file-name=$rt)
+			[ "$f" = "$rt" ] || SHIM="$f $SHIM"
+		done
+		# The shell commands of the swap run with them too.
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+		export ASAN_OPTIONS
+		;;
+	esac
 	if ! unshare -p -f --mount-proc sh -c \
 		'echo 100 > /proc/sys/kernel/ns_last_pid' 2>/dev/null; then
 		echo "SKIP: unshare -p -f --mount-proc, or writing ns_last_pid" \
@@ -119,7 +132,7 @@ wait_until gone "$(cat innocent.pid)"
 # --- (b) pidlock --signal, swap before the pidfd_open ---------------------
 start_holder
 P=$(cat holder.pid)
-LD_PRELOAD=$SHIM FAULT_BEFORE_PIDFD_OPEN=$T/swap.sh \
+LD_PRELOAD="$SHIM" FAULT_BEFORE_PIDFD_OPEN=$T/swap.sh \
 	"$PIDLOCK" --signal TERM x.lock 2> err
 rc=$?
 check_swapped "before pidfd_open"
@@ -133,7 +146,7 @@ stop_innocent
 # --- (c) pidlock --signal, swap after the pidfd is proven -----------------
 start_holder
 P=$(cat holder.pid)
-LD_PRELOAD=$SHIM FAULT_BEFORE_PIDFD_SEND_SIGNAL=$T/swap.sh \
+LD_PRELOAD="$SHIM" FAULT_BEFORE_PIDFD_SEND_SIGNAL=$T/swap.sh \
 	"$PIDLOCK" --signal TERM x.lock 2> err
 rc=$?
 check_swapped "before pidfd_send_signal"
