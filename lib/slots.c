@@ -242,6 +242,28 @@ static int try_all(struct pidlock_slots *s)
 }
 
 /*
+ * A holder's close is announced (IN_CLOSE_WRITE) before the kernel drops
+ * the locks of the description it closes, OFD first, then flock: a try
+ * woken by it may still find the slot locked, or locked by flock only
+ * (and note it busy).  After an event, the busy notes are dropped and the
+ * next sleeps are short, SETTLE_FIRST_MS doubling to SETTLE_MAX_MS, so
+ * that the release is seen once it is complete, not a retry interval
+ * later (or never, with no interval).
+ */
+#define SETTLE_FIRST_MS 1
+#define SETTLE_MAX_MS 16
+
+static int64_t settle_next(struct pidlock_slots *s, int woke, int64_t settle)
+{
+	if (woke == 1) {
+		for (unsigned int k = 0; k < s->n; k++)
+			s->busy[k].until_ms = 0;
+		return SETTLE_FIRST_MS;
+	}
+	return settle && settle < SETTLE_MAX_MS ? settle * 2 : 0;
+}
+
+/*
  * All slots busy: watch them, try again, sleep until an event or the
  * retry interval, and so on until the deadline (-1: none).  The watches
  * are placed before each try, so a slot freed during the try wakes the
@@ -250,6 +272,7 @@ static int try_all(struct pidlock_slots *s)
 static int wait_any(struct pidlock_slots *s, int64_t deadline)
 {
 	struct slots_watch w;
+	int64_t settle = 0;
 	int r;
 
 	slots_watch_init(&w, s->dir);
@@ -263,6 +286,8 @@ static int wait_any(struct pidlock_slots *s, int64_t deadline)
 		}
 		if (left > (int64_t)retry_ms(s))
 			left = retry_ms(s);
+		if (settle && left > settle)
+			left = settle;
 		slots_watch_files(&w, s);
 		r = try_all(s);
 		if (r != -EWOULDBLOCK)
@@ -270,6 +295,7 @@ static int wait_any(struct pidlock_slots *s, int64_t deadline)
 		r = slots_watch_wait(&w, s, left);
 		if (r < 0)
 			break;
+		settle = settle_next(s, r, settle);
 	}
 	slots_watch_close(&w);
 	return r;
