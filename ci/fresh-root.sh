@@ -101,7 +101,7 @@ for cmd in "$@"; do
 	echo "$me: '$cmd' exit $r in $(($(date +%s) - t0)) s;" \
 		"$(grep -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR):|^OK$' "$log" | tr -s ' \n' ' ')"
 	if [ $r -ne 0 ]; then
-		tail -n 40 "$log" | sed 's/^/  /' >&2
+		tail -n 60 "$log" | sed 's/^/  /' >&2
 		grep -E '^(FAIL|ERROR): ' "$log" | sed 's/^/  /' >&2 || true
 		[ $rc -ne 0 ] || rc=$r
 	fi

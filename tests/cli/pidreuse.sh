@@ -141,33 +141,28 @@ if grep -aq 'ld-musl' "$bin"; then
 	exit 77
 fi
 
-# --- (b) pidlock --signal, swap before the pidfd_open ---------------------
-start_holder
-P=$(cat holder.pid)
-LD_PRELOAD="$SHIM" FAULT_BEFORE_PIDFD_OPEN=$T/swap.sh \
-	"$PIDLOCK" --signal TERM x.lock 2> err
-rc=$?
-check_swapped "before pidfd_open"
-innocent_got_term && fail "before pidfd_open: pidlock signalled the innocent"
-[ $rc -eq 1 ] || fail "before pidfd_open: exit $rc, expected 1: $(cat err)"
-echo "# (b) pidlock --signal TERM, the swap before pidfd_open($(cat swapped)):" \
-     "pid $P went to an innocent, which got nothing; exit $rc: $(cat err)"
-pass "pidlock --signal never signals the innocent (swap before pidfd_open)"
-stop_innocent
+# pidlock --signal TERM with the swap run from the hook named by $1 (an
+# environment variable of the fault shim); $2 says where, $3 what the
+# fd the hook saw was.
+signal_across_swap() {
+	local hook=$1 where=$2 P rc
+	start_holder
+	P=$(cat holder.pid)
+	env LD_PRELOAD="$SHIM" "$hook=$T/swap.sh" \
+		"$PIDLOCK" --signal TERM x.lock 2> err
+	rc=$?
+	check_swapped "$where"
+	innocent_got_term && fail "$where: pidlock signalled the innocent"
+	[ $rc -eq 1 ] || fail "$where: exit $rc, expected 1: $(cat err)"
+	echo "# pidlock --signal TERM, the swap $where ($3 $(cat swapped)):" \
+	     "pid $P went to an innocent, which got nothing; exit $rc: $(cat err)"
+	pass "pidlock --signal never signals the innocent (swap $where)"
+	stop_innocent
+}
 
-# --- (c) pidlock --signal, swap after the pidfd is proven -----------------
-start_holder
-P=$(cat holder.pid)
-LD_PRELOAD="$SHIM" FAULT_BEFORE_PIDFD_SEND_SIGNAL=$T/swap.sh \
-	"$PIDLOCK" --signal TERM x.lock 2> err
-rc=$?
-check_swapped "before pidfd_send_signal"
-innocent_got_term && fail "before pidfd_send_signal: pidlock signalled the innocent"
-[ $rc -eq 1 ] || fail "before pidfd_send_signal: exit $rc, expected 1: $(cat err)"
-echo "# (c) pidlock --signal TERM, the swap after the pidfd was proven," \
-     "before pidfd_send_signal(pidfd $(cat swapped)): pid $P went to an" \
-     "innocent, which got nothing; exit $rc: $(cat err)"
-pass "pidlock --signal never signals the innocent (swap before the signal)"
-stop_innocent
+# (b) before its pidfd_open; (c) after the pidfd is open and proven.
+signal_across_swap FAULT_BEFORE_PIDFD_OPEN "before pidfd_open" "pidfd_open of"
+signal_across_swap FAULT_BEFORE_PIDFD_SEND_SIGNAL \
+	"after the pidfd was proven, before pidfd_send_signal" "pidfd"
 
 done_testing

@@ -57,7 +57,11 @@ static void me_init(const char *dir, int slot, long id)
 
 static void set_phase(enum phase ph)
 {
-	shm->phase[me.slot] = (int)ph;
+	__atomic_store_n(&shm->phase[me.slot], (int)ph, __ATOMIC_SEQ_CST);
+	/* The killer chose us while idle and has not decided yet: wait, as
+	 * the kill must find no dotlock of ours and no half-made one. */
+	while (__atomic_load_n(&shm->condemned[me.slot], __ATOMIC_SEQ_CST))
+		sleep_us(50);
 }
 
 /* A participant hit an error that the scenario does not allow. */

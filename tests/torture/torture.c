@@ -286,6 +286,7 @@ static void spawn(int i)
 	pid_t pid;
 
 	shm->phase[i] = PH_NONE;
+	shm->condemned[i] = 0;
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0)
@@ -389,13 +390,30 @@ static int pick_victim(void)
 	return n ? cand[rnd() % (unsigned int)n] : -1;
 }
 
+/* A dotlock participant dies only while idle (running_in()), but it was
+ * seen idle some time ago, and under load it may since have forked
+ * dotlockfile (whose temp file the kill would leave) or taken the lock
+ * (whose stale removal races, doc/protocol.md).  Claim it, then look
+ * again: either this sees it left idle, or set_phase() sees the claim
+ * and waits there, lock-free, for the kill.  false: let it go. */
+static bool condemn_idle(int i)
+{
+	if (S.slots[i].kind != K_DOTLOCK)
+		return true;
+	__atomic_store_n(&shm->condemned[i], 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&shm->phase[i], __ATOMIC_SEQ_CST) == PH_IDLE)
+		return true;
+	__atomic_store_n(&shm->condemned[i], 0, __ATOMIC_SEQ_CST);
+	return false;
+}
+
 static void kill_one(void)
 {
 	int i = pick_victim();
 	struct slot *s;
 	int phase;
 
-	if (i < 0)
+	if (i < 0 || !condemn_idle(i))
 		return;
 	s = &S.slots[i];
 	phase = shm->phase[i];

@@ -53,6 +53,9 @@ struct shm {
 	volatile int stop;
 	volatile int64_t last_enter_ns;
 	volatile int phase[MAX_SLOTS];
+	/* The killer's claim on an idle dotlock participant: see
+	 * condemn_idle() in torture.c and set_phase() in peers.c. */
+	volatile int condemned[MAX_SLOTS];
 };
 
 struct config {
