@@ -23,11 +23,11 @@ static int check_dir(struct pidlock *lock)
 {
 	int r;
 
-	if (lock->dir_checked)
+	if (lock->cache.dir_checked)
 		return 0;
-	r = handle_check_dir(lock->dir);
+	r = handle_check_dir(lock->set.dir);
 	if (r == 0)
-		lock->dir_checked = true;
+		lock->cache.dir_checked = true;
 	return r;
 }
 
@@ -58,11 +58,11 @@ static bool ofd_excludes(int fd)
 static bool locks_exclude(const struct pidlock *lock, int fd)
 {
 	/* Our read locks let other readers in: ask for a writer's. */
-	if (lock->shared)
-		return klock_shared_excludes(fd, lock->kinds);
-	if ((lock->kinds & PIDLOCK_KIND_OFD) && !ofd_excludes(fd))
+	if (lock->set.shared)
+		return klock_shared_excludes(fd, lock->set.kinds);
+	if ((lock->set.kinds & PIDLOCK_KIND_OFD) && !ofd_excludes(fd))
 		return false;
-	return !(lock->kinds & PIDLOCK_KIND_FLOCK) ||
+	return !(lock->set.kinds & PIDLOCK_KIND_FLOCK) ||
 	       klock_probe_flock(fd) == 1;
 }
 
@@ -73,11 +73,11 @@ static int check_fs(const struct pidlock *lock)
 
 	/* Our locks keep out this host only: another host's holder would
 	 * be let in (doc/protocol.md, "Never silently local"). */
-	if (remote_locks_local(lock, lock->fd))
+	if (remote_locks_local(lock, lock->hold.fd))
 		return -ENOLCK;
 
-	fd = open(lock->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
-			      O_NOCTTY);
+	fd = open(lock->set.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+				  O_CLOEXEC | O_NOCTTY);
 	/* A mode without read access for us (pidlock_set_mode(0200)):
 	 * nothing to ask with; the check is skipped, not failed. */
 	if (fd < 0 && errno == EACCES)
@@ -86,7 +86,7 @@ static int check_fs(const struct pidlock *lock)
 		return -errno;
 	if (fstat(fd, &st) < 0)
 		r = -errno;
-	else if (st.st_dev != lock->dev || st.st_ino != lock->ino)
+	else if (st.st_dev != lock->hold.dev || st.st_ino != lock->hold.ino)
 		r = -ENOTSUP;
 	else if (!locks_exclude(lock, fd))
 		r = -ENOLCK;
@@ -113,9 +113,9 @@ static int refuse_fs(struct pidlock *lock, int error)
 int acquire_arm(struct pidlock *lock, struct watch *w, int *fdp)
 {
 	if (w->ifd == -2)
-		wait_init(w, lock->dir);
+		wait_init(w, lock->set.dir);
 	if (*fdp >= 0 && w->file_wd < 0 && !w->file_failed) {
-		if (wait_watch_file(w, lock->path, WATCH_RELEASE) == 0) {
+		if (wait_watch_file(w, lock->set.path, WATCH_RELEASE) == 0) {
 			acquire_check_kept(lock, w, fdp);
 			return 1;
 		}
@@ -141,14 +141,15 @@ void acquire_check_kept(struct pidlock *lock, struct watch *w, int *fdp)
 static int wait_busy(struct pidlock *lock, struct watch *w, int *fdp,
 		     int64_t deadline)
 {
-	int64_t left = deadline < 0 ? lock->retry_ms : deadline - io_now_ms();
+	int64_t left = deadline < 0 ? lock->set.retry_ms
+				    : deadline - io_now_ms();
 	int r;
 
 	if (left <= 0)
 		return -ETIMEDOUT;
 	if (acquire_arm(lock, w, fdp))
 		return 0;
-	r = wait_for_event(w, lock->base, left, lock->retry_ms);
+	r = wait_for_event(w, lock->set.base, left, lock->set.retry_ms);
 	if (r < 0)
 		return r;
 	acquire_check_kept(lock, w, fdp);
@@ -180,7 +181,7 @@ static int again_allowed(int64_t deadline, int *agains)
 static int again_pause(struct pidlock *lock, struct watch *w, int64_t deadline,
 		       int streak)
 {
-	int64_t ms = lock->retry_ms;
+	int64_t ms = lock->set.retry_ms;
 	int r;
 
 	if (deadline == 0 || streak <= AGAIN_FREE)
@@ -193,10 +194,10 @@ static int again_pause(struct pidlock *lock, struct watch *w, int64_t deadline,
 	if (ms <= 0)
 		return 0;
 	if (w->ifd == -2)
-		wait_init(w, lock->dir);
+		wait_init(w, lock->set.dir);
 	if (w->file_wd < 0)
 		wait_watch_dir(w);
-	r = wait_for_event(w, lock->base, ms, ms);
+	r = wait_for_event(w, lock->set.base, ms, ms);
 	return r < 0 ? r : 0;
 }
 
@@ -275,7 +276,7 @@ int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 static void keep_or_close_watch(struct pidlock *lock, struct watch *w, int r)
 {
 	if (r == 0 && w->ifd >= 0) {
-		lock->wait_ifd = w->ifd;
+		lock->hold.wait_ifd = w->ifd;
 		w->ifd = -1;
 	}
 	wait_close(w);
@@ -287,14 +288,14 @@ int acquire_begin(struct pidlock *lock)
 
 	if (!lock)
 		return -EINVAL;
-	if (lock->fd >= 0)
+	if (lock->hold.fd >= 0)
 		return -EALREADY;
 	r = check_dir(lock);
 	if (r < 0)
 		return r;
-	lock->have_holder = false;
+	lock->seen.known = false;
 	/* Before any open: a fork from here on may share what we lock. */
-	lock->gen = self_fork_generation();
+	lock->hold.gen = self_fork_generation();
 	return 0;
 }
 
@@ -302,7 +303,7 @@ int acquire_begin(struct pidlock *lock)
 int acquire_end(struct pidlock *lock, struct watch *w, int r)
 {
 	keep_or_close_watch(lock, w, r);
-	if (r == 0 && !lock->fs_checked) {
+	if (r == 0 && !lock->cache.fs_checked) {
 		r = check_fs(lock);
 		/* Our new file is gone from the path already: taken away by
 		 * somebody our locks did not keep out (a spec-only peer, or a
@@ -312,11 +313,11 @@ int acquire_end(struct pidlock *lock, struct watch *w, int r)
 			return refuse_fs(lock, FS_CHECK_AGAIN);
 		if (r < 0)
 			return refuse_fs(lock, r);
-		lock->fs_checked = true;
+		lock->cache.fs_checked = true;
 	}
-	if (r == 0 && !lock->swept) {
+	if (r == 0 && !lock->cache.swept) {
 		leftover_sweep(lock);
-		lock->swept = true;
+		lock->cache.swept = true;
 	}
 	return r;
 }

@@ -50,12 +50,12 @@ static int check_args(const struct pidlock *lock, int fd)
 /* The handle only borrowed the caller's descriptor. */
 static void give_back(struct pidlock *lock)
 {
-	lock->fd = -1;
-	lock->dev = 0;
-	lock->ino = 0;
-	lock->writer = 0;
-	lock->keep = false;
-	lock->fd_pid = 0;
+	lock->hold.fd = -1;
+	lock->hold.dev = 0;
+	lock->hold.ino = 0;
+	lock->hold.writer = 0;
+	lock->hold.keep = false;
+	lock->hold.fd_pid = 0;
 }
 
 /*
@@ -69,7 +69,7 @@ static int64_t decide_deadline(const struct pidlock *lock, int64_t deadline)
 
 	if (deadline < 0)
 		return -1;
-	grace_end = io_now_ms() + lock->grace_ms;
+	grace_end = io_now_ms() + lock->set.grace_ms;
 	return deadline > grace_end ? deadline : grace_end;
 }
 
@@ -100,12 +100,13 @@ static int try_once(struct pidlock *lock, int fd, int64_t deadline)
 static int wait_turn(const struct pidlock *lock, struct watch *w,
 		     int64_t deadline)
 {
-	int64_t left = deadline < 0 ? lock->retry_ms : deadline - io_now_ms();
+	int64_t left = deadline < 0 ? lock->set.retry_ms
+				    : deadline - io_now_ms();
 	int r;
 
 	if (left <= 0)
 		return -ETIMEDOUT;
-	r = wait_for_event(w, NULL, left, lock->retry_ms);
+	r = wait_for_event(w, NULL, left, lock->set.retry_ms);
 	return r < 0 ? r : 0;
 }
 
@@ -116,9 +117,9 @@ static int wait_turn(const struct pidlock *lock, struct watch *w,
  */
 static bool grace_busy(const struct pidlock *lock)
 {
-	const struct pidlock_info *h = &lock->holder;
+	const struct pidlock_info *h = &lock->seen.holder;
 
-	return lock->have_holder && h->state == PIDLOCK_STATE_HELD_SPEC &&
+	return lock->seen.known && h->state == PIDLOCK_STATE_HELD_SPEC &&
 	       !h->marker && !(h->pid > 0 && h->has_timestamp);
 }
 
@@ -141,7 +142,7 @@ static int lock_loop(struct pidlock *lock, int fd, int timeout_ms)
 		if (r != TRY_BUSY)
 			break;
 		/* A kind taken before another was refused: not ours to keep. */
-		r = klock_drop(fd, lock->kinds);
+		r = klock_drop(fd, lock->set.kinds);
 		if (r < 0)
 			break;
 		if (deadline == 0) {
@@ -152,7 +153,8 @@ static int lock_loop(struct pidlock *lock, int fd, int timeout_ms)
 			/* Once the watch is in place, try again at once: the
 			 * release may have come before it. */
 			wait_init(&w, NULL);
-			(void)wait_watch_file(&w, lock->path, WATCH_FD_HOLDER);
+			(void)wait_watch_file(&w, lock->set.path,
+					      WATCH_FD_HOLDER);
 			watching = true;
 			continue;
 		}
@@ -173,20 +175,20 @@ static int lock_fd(struct pidlock *lock, int fd, pid_t pid, int timeout_ms)
 		r = -EINVAL;
 	/* One description holds one lock: a shared hold has many holders,
 	 * whose last one out unlinks, which a caller's kept file forbids. */
-	if (r == 0 && lock->shared)
+	if (r == 0 && lock->set.shared)
 		r = -EINVAL;
-	if (r == 0 && lock->fd >= 0)
+	if (r == 0 && lock->hold.fd >= 0)
 		r = -EALREADY;
 	if (r == 0)
-		r = handle_check_dir(lock->dir);
+		r = handle_check_dir(lock->set.dir);
 	if (r < 0)
 		return io_rc_filter(r);
-	lock->have_holder = false;
-	lock->fd_pid = pid ? pid : self_pid();
+	lock->seen.known = false;
+	lock->hold.fd_pid = pid ? pid : self_pid();
 	r = lock_loop(lock, fd, timeout_ms);
 	/* Whatever failed, the description holds none of our kinds. */
 	if (r != TRY_HELD_BY_US)
-		(void)klock_drop(fd, lock->kinds);
+		(void)klock_drop(fd, lock->set.kinds);
 	give_back(lock);
 	return io_rc_filter(r == TRY_HELD_BY_US ? 0 : r);
 }
@@ -213,13 +215,13 @@ PIDLOCK_EXPORT int pidlock_lock_fd(struct pidlock *lock, int fd, pid_t pid,
 static int holds(const struct pidlock *lock, int fd)
 {
 	unsigned int busy = 0, others = 0;
-	int r = klock_take(fd, lock->kinds, false, &busy);
+	int r = klock_take(fd, lock->set.kinds, false, &busy);
 
 	if (r == -EWOULDBLOCK)
 		return -ENOLCK;
 	if (r < 0)
 		return r;
-	r = klock_test(fd, KINDS_ALL & ~lock->kinds, &others);
+	r = klock_test(fd, KINDS_ALL & ~lock->set.kinds, &others);
 	if (r < 0)
 		return r;
 	return others ? -ENOLCK : 0;
@@ -255,7 +257,7 @@ static int mark_released(struct pidlock *lock, int fd)
 		return 0;
 	len = content_format_released(rec, sizeof(rec), io_now_sec(), c.marker);
 	return io_write_content(fd, rec, len, (size_t)st.st_size,
-				!(lock->flags & PIDLOCK_NO_SYNC));
+				!(lock->set.flags & PIDLOCK_NO_SYNC));
 }
 
 static int unlock_fd(struct pidlock *lock, int fd)

@@ -30,39 +30,39 @@
  */
 static bool inherited(const struct pidlock *lock)
 {
-	return lock->async_on && lock->async_pid != self_pid();
+	return lock->wait.on && lock->wait.pid != self_pid();
 }
 
 static void drop_copies(struct pidlock *lock)
 {
-	if (lock->async_fd >= 0)
-		io_close_keep_errno(lock->async_fd);
-	lock->async_fd = -1;
-	wait_close(&lock->async_w);
+	if (lock->wait.fd >= 0)
+		io_close_keep_errno(lock->wait.fd);
+	lock->wait.fd = -1;
+	wait_close(&lock->wait.w);
 }
 
 void async_cancel(struct pidlock *lock)
 {
-	if (!lock || !lock->async_on)
+	if (!lock || !lock->wait.on)
 		return;
 	if (inherited(lock)) {
 		drop_copies(lock);
 	} else {
-		wait_drop_kept(&lock->async_w, &lock->async_fd);
-		wait_close(&lock->async_w);
+		wait_drop_kept(&lock->wait.w, &lock->wait.fd);
+		wait_close(&lock->wait.w);
 	}
-	lock->async_on = false;
+	lock->wait.on = false;
 }
 
 static void async_start(struct pidlock *lock)
 {
-	lock->async_w = (struct watch){ .ifd = -2, .file_wd = -1,
+	lock->wait.w = (struct watch){ .ifd = -2, .file_wd = -1,
 					.dir_wd = -1, .file_failed = false };
-	lock->async_fd = -1;
-	lock->async_busy = false;
-	lock->async_due = 0;
-	lock->async_pid = self_pid();
-	lock->async_on = true;
+	lock->wait.fd = -1;
+	lock->wait.busy = false;
+	lock->wait.due = 0;
+	lock->wait.pid = self_pid();
+	lock->wait.on = true;
 }
 
 /*
@@ -75,9 +75,10 @@ static bool too_early(struct pidlock *lock, int *timeout_ms)
 {
 	int64_t left;
 
-	if (lock->async_w.ifd >= 0 && wait_drain(&lock->async_w, lock->base) != 0)
+	if (lock->wait.w.ifd >= 0 &&
+	    wait_drain(&lock->wait.w, lock->set.base) != 0)
 		return false;
-	left = lock->async_due - io_now_ms();
+	left = lock->wait.due - io_now_ms();
 	if (left <= 0)
 		return false;
 	*timeout_ms = (int)left;
@@ -86,14 +87,15 @@ static bool too_early(struct pidlock *lock, int *timeout_ms)
 
 static int try_and_arm(struct pidlock *lock, int *timeout_ms)
 {
-	struct watch *w = &lock->async_w;
+	struct watch *w = &lock->wait.w;
 	int r = -EWOULDBLOCK;
 
-	acquire_check_kept(lock, w, &lock->async_fd);
+	acquire_check_kept(lock, w, &lock->wait.fd);
 	for (int i = 0; i < ARM_ROUNDS; i++) {
-		r = acquire_loop(lock, 0, w, &lock->async_fd, &lock->async_busy);
-		if (r != -EWOULDBLOCK || !acquire_arm(lock, w, &lock->async_fd)) {
-			*timeout_ms = (int)lock->retry_ms;
+		r = acquire_loop(lock, 0, w, &lock->wait.fd, &lock->wait.busy);
+		if (r != -EWOULDBLOCK ||
+		    !acquire_arm(lock, w, &lock->wait.fd)) {
+			*timeout_ms = (int)lock->set.retry_ms;
 			return r;
 		}
 	}
@@ -109,9 +111,9 @@ static int async_step(struct pidlock *lock, int *pollfd, int *timeout_ms)
 
 	if (inherited(lock))
 		async_cancel(lock);	/* a fork's child waits afresh */
-	gen = lock->gen;
-	resumed = lock->async_on;
-	known = lock->have_holder;
+	gen = lock->hold.gen;
+	resumed = lock->wait.on;
+	known = lock->seen.known;
 	r = acquire_begin(lock);
 
 	if (r < 0) {
@@ -123,23 +125,23 @@ static int async_step(struct pidlock *lock, int *pollfd, int *timeout_ms)
 	 * its kept descriptor (see release.c), and what it saw of the
 	 * holder stays until the next try says otherwise. */
 	if (resumed) {
-		lock->gen = gen;
-		lock->have_holder = known;
+		lock->hold.gen = gen;
+		lock->seen.known = known;
 	}
-	if (!lock->async_on)
+	if (!lock->wait.on)
 		async_start(lock);
 	else if (too_early(lock, timeout_ms))
 		r = -EWOULDBLOCK;
 	if (r == 0)
 		r = try_and_arm(lock, timeout_ms);
 	if (r == -EWOULDBLOCK) {
-		lock->async_due = io_now_ms() + *timeout_ms;
-		*pollfd = lock->async_w.ifd >= 0 ? lock->async_w.ifd : -1;
+		lock->wait.due = io_now_ms() + *timeout_ms;
+		*pollfd = lock->wait.w.ifd >= 0 ? lock->wait.w.ifd : -1;
 		return r;
 	}
-	wait_drop_kept(&lock->async_w, &lock->async_fd);
-	lock->async_on = false;
-	return acquire_end(lock, &lock->async_w, r);
+	wait_drop_kept(&lock->wait.w, &lock->wait.fd);
+	lock->wait.on = false;
+	return acquire_end(lock, &lock->wait.w, r);
 }
 
 static int acquire_async(struct pidlock *lock, int *pollfd, int *timeout_ms)

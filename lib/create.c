@@ -50,14 +50,14 @@ static int rename_noreplace(const char *from, const char *to)
  * symlink (/var/run -> /run): O_NOFOLLOW would refuse it with ENOTDIR. */
 static int open_unnamed(struct pidlock *lock)
 {
-	int fd = open(lock->dir, O_TMPFILE | (OPEN_FLAGS & ~O_NOFOLLOW),
-		      lock->mode);
+	int fd = open(lock->set.dir, O_TMPFILE | (OPEN_FLAGS & ~O_NOFOLLOW),
+		      lock->set.mode);
 
 	if (fd >= 0)
 		return fd;
 	/* No O_TMPFILE on this file system (or kernel): use a named file. */
 	if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) {
-		lock->link_mode = PUB_IN_PLACE;
+		lock->cache.link_mode = PUB_IN_PLACE;
 		return -EAGAIN;
 	}
 	return -errno;
@@ -75,13 +75,13 @@ static int open_named(struct pidlock *lock, pid_t pid, char *name,
 		unsigned int n = __atomic_fetch_add(&tmp_counter, 1,
 						    __ATOMIC_RELAXED);
 		int len = snprintf(name, size, "%s/" TMP_PREFIX "%ld-%u-%lx",
-				   lock->dir, (long)pid, n,
+				   lock->set.dir, (long)pid, n,
 				   (unsigned long)io_now_ms());
 		int fd;
 
 		if (len < 0 || (size_t)len >= size)
 			return -ENAMETOOLONG;
-		fd = open(name, O_CREAT | O_EXCL | OPEN_FLAGS, lock->mode);
+		fd = open(name, O_CREAT | O_EXCL | OPEN_FLAGS, lock->set.mode);
 		if (fd >= 0)
 			return fd;
 		if (errno != EEXIST)
@@ -115,7 +115,8 @@ static int publish_proc(struct pidlock *lock, int fd)
 	char proc[64];
 
 	(void)snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd); /* fits */
-	if (linkat(AT_FDCWD, proc, AT_FDCWD, lock->path, AT_SYMLINK_FOLLOW) < 0)
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, lock->set.path,
+		   AT_SYMLINK_FOLLOW) < 0)
 		return -errno;
 	return 0;
 }
@@ -129,18 +130,19 @@ static int publish_unnamed(struct pidlock *lock, int fd)
 {
 	int r;
 
-	if (lock->link_mode == PUB_TMPFILE_PROC)
+	if (lock->cache.link_mode == PUB_TMPFILE_PROC)
 		return publish_proc(lock, fd);
-	if (linkat(fd, "", AT_FDCWD, lock->path, AT_EMPTY_PATH) == 0)
+	if (linkat(fd, "", AT_FDCWD, lock->set.path, AT_EMPTY_PATH) == 0)
 		return 0;
 	if (errno != ENOENT && errno != EPERM)
 		return -errno;
 	r = publish_proc(lock, fd);
 	if (r == 0 || r == -EEXIST)
-		lock->link_mode = PUB_TMPFILE_PROC;
+		lock->cache.link_mode = PUB_TMPFILE_PROC;
 	else if (r == -ENOENT && access("/proc/self/fd", F_OK) < 0)
-		lock->link_mode = PUB_IN_PLACE;	/* no /proc: retry named */
-	if (r == -ENOENT && lock->link_mode == PUB_IN_PLACE)
+		/* no /proc: retry named */
+		lock->cache.link_mode = PUB_IN_PLACE;
+	if (r == -ENOENT && lock->cache.link_mode == PUB_IN_PLACE)
 		return -EAGAIN;
 	return r;
 }
@@ -149,7 +151,7 @@ static int publish_unnamed(struct pidlock *lock, int fd)
  * system call.  Step down to O_TMPFILE for this handle. */
 static int publish_rename(struct pidlock *lock, const char *tmp)
 {
-	if (rename_noreplace(tmp, lock->path) == 0)
+	if (rename_noreplace(tmp, lock->set.path) == 0)
 		return 0;
 	/* Our temp name is gone: a sweep took it for litter (a pid we
 	 * share with a process in another pid namespace).  Start over. */
@@ -157,7 +159,7 @@ static int publish_rename(struct pidlock *lock, const char *tmp)
 		return -EAGAIN;
 	if (errno != EINVAL && errno != ENOSYS)
 		return -errno;
-	lock->link_mode = PUB_TMPFILE;
+	lock->cache.link_mode = PUB_TMPFILE;
 	return -EAGAIN;
 }
 
@@ -165,22 +167,22 @@ static int prepare(struct pidlock *lock, int fd, pid_t pid, bool take_locks)
 {
 	unsigned int busy = 0;
 	struct stat st;
-	int r = io_write_record(lock, fd, pid, lock->flags & PIDLOCK_KEEP_FILE,
-				0);
+	int r = io_write_record(lock, fd, pid,
+				lock->set.flags & PIDLOCK_KEEP_FILE, 0);
 
 	if (r < 0)
 		return r;
 	/* Nobody else follows our protocol on this file yet, so this is
 	 * not refused for contention (a leftover scan backs off from it). */
-	r = take_locks ? klock_take_mode(fd, lock->kinds, lock->shared, false,
-					 &busy)
+	r = take_locks ? klock_take_mode(fd, lock->set.kinds, lock->set.shared,
+					 false, &busy)
 		       : 0;
 	if (r < 0)
 		return r == -EWOULDBLOCK ? -EAGAIN : r;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	lock->dev = st.st_dev;
-	lock->ino = st.st_ino;
+	lock->hold.dev = st.st_dev;
+	lock->hold.ino = st.st_ino;
 	return 0;
 }
 
@@ -201,7 +203,7 @@ static int create_named(struct pidlock *lock)
 		io_close_keep_errno(fd);
 		return r;
 	}
-	lock->fd = fd;
+	lock->hold.fd = fd;
 	return 0;
 }
 
@@ -219,7 +221,7 @@ static int create_unnamed(struct pidlock *lock)
 		io_close_keep_errno(fd);
 		return r;
 	}
-	lock->fd = fd;
+	lock->hold.fd = fd;
 	return 0;
 }
 
@@ -230,7 +232,7 @@ static void in_place_discard(struct pidlock *lock, int fd)
 	struct stat st;
 
 	if (existing_same_inode(lock, fd, &st) == 0)
-		(void)unlink(lock->path);
+		(void)unlink(lock->set.path);
 	io_close_keep_errno(fd);
 }
 
@@ -245,7 +247,7 @@ static void in_place_discard(struct pidlock *lock, int fd)
 static int other_kind_holds(const struct pidlock *lock, int fd)
 {
 	unsigned int busy = 0;
-	int r = klock_test_others(fd, lock->kinds, lock->shared, &busy);
+	int r = klock_test_others(fd, lock->set.kinds, lock->set.shared, &busy);
 
 	return r < 0 ? r : busy != 0;
 }
@@ -264,14 +266,16 @@ static int other_kind_holds(const struct pidlock *lock, int fd)
  */
 static int create_in_place(struct pidlock *lock)
 {
-	int fd = open(lock->path, O_CREAT | O_EXCL | OPEN_FLAGS, lock->mode);
+	int fd = open(lock->set.path, O_CREAT | O_EXCL | OPEN_FLAGS,
+		      lock->set.mode);
 	unsigned int busy = 0;
 	struct stat st;
 	int r;
 
 	if (fd < 0)
 		return -errno;
-	r = klock_take_mode(fd, lock->kinds, lock->shared, false, &busy);
+	r = klock_take_mode(fd, lock->set.kinds, lock->set.shared, false,
+			    &busy);
 	if (r == 0)
 		r = other_kind_holds(lock, fd);
 	/* Somebody holds our new file: it is theirs now, a file that
@@ -292,16 +296,16 @@ static int create_in_place(struct pidlock *lock)
 		in_place_discard(lock, fd);
 		return r;
 	}
-	lock->fd = fd;
+	lock->hold.fd = fd;
 	return 0;
 }
 
 /* Returns 0 (held), -EEXIST (the path exists), -EAGAIN or -errno. */
 int create_publish(struct pidlock *lock)
 {
-	if (lock->link_mode == PUB_RENAME)
+	if (lock->cache.link_mode == PUB_RENAME)
 		return create_named(lock);
-	if (lock->link_mode == PUB_IN_PLACE)
+	if (lock->cache.link_mode == PUB_IN_PLACE)
 		return create_in_place(lock);
 	return create_unnamed(lock);
 }

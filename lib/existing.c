@@ -29,7 +29,7 @@ static int check_owner(const struct pidlock *lock, const struct stat *st)
 
 	if (st->st_uid == geteuid())
 		return 0;
-	if (stat(lock->dir, &dst) < 0)
+	if (stat(lock->set.dir, &dst) < 0)
 		return -errno;
 	if ((dst.st_mode & (S_IWOTH | S_ISVTX)) == (S_IWOTH | S_ISVTX) &&
 	    st->st_uid != dst.st_uid)
@@ -52,7 +52,7 @@ int existing_names_inode(const struct pidlock *lock, int fd, struct stat *st)
 		return -errno;
 	if (st->st_nlink == 0)
 		return 1;
-	if (lstat(lock->path, &lst) < 0)
+	if (lstat(lock->set.path, &lst) < 0)
 		return errno == ENOENT || errno == ESTALE ? 1 : -errno;
 	return lst.st_dev != st->st_dev || lst.st_ino != st->st_ino;
 }
@@ -121,7 +121,7 @@ static int repair_links(const struct pidlock *lock, int fd,
 
 	if (!c->marker)
 		return -EMLINK;
-	d = opendir(lock->dir);
+	d = opendir(lock->set.dir);
 	if (!d)
 		return -errno;
 	dfd = dirfd(d);
@@ -149,10 +149,10 @@ static void note_holder(struct pidlock *lock, enum pidlock_state state,
 			unsigned int kernel, const struct content *c,
 			const struct stat *st)
 {
-	inspect_fill_info(&lock->holder, state, kernel, c, st);
-	lock->holder_dev = st->st_dev;
-	lock->holder_ino = st->st_ino;
-	lock->have_holder = true;
+	inspect_fill_info(&lock->seen.holder, state, kernel, c, st);
+	lock->seen.dev = st->st_dev;
+	lock->seen.ino = st->st_ino;
+	lock->seen.known = true;
 }
 
 /*
@@ -163,12 +163,13 @@ static void note_holder(struct pidlock *lock, enum pidlock_state state,
 static bool holder_known(const struct pidlock *lock, const struct stat *st,
 			 unsigned int busy)
 {
-	return lock->have_holder && lock->holder.state == PIDLOCK_STATE_HELD &&
-	       lock->holder_dev == st->st_dev && lock->holder_ino == st->st_ino &&
-	       lock->holder_size == st->st_size &&
-	       lock->holder_mtime.tv_sec == st->st_mtim.tv_sec &&
-	       lock->holder_mtime.tv_nsec == st->st_mtim.tv_nsec &&
-	       (busy & ~lock->holder.kernel_locks) == 0;
+	return lock->seen.known &&
+	       lock->seen.holder.state == PIDLOCK_STATE_HELD &&
+	       lock->seen.dev == st->st_dev && lock->seen.ino == st->st_ino &&
+	       lock->seen.size == st->st_size &&
+	       lock->seen.mtime.tv_sec == st->st_mtim.tv_sec &&
+	       lock->seen.mtime.tv_nsec == st->st_mtim.tv_nsec &&
+	       (busy & ~lock->seen.holder.kernel_locks) == 0;
 }
 
 static void note_kernel_holder(struct pidlock *lock, int fd,
@@ -190,8 +191,8 @@ static void note_kernel_holder(struct pidlock *lock, int fd,
 	n = io_read_bounded(fd, buf, sizeof(buf));
 	content_parse(buf, n > 0 ? (size_t)n : 0, &c);
 	note_holder(lock, PIDLOCK_STATE_HELD, busy, &c, st);
-	lock->holder_size = st->st_size;
-	lock->holder_mtime = st->st_mtim;
+	lock->seen.size = st->st_size;
+	lock->seen.mtime = st->st_mtim;
 }
 
 /*
@@ -229,7 +230,7 @@ static bool pidfile_held(struct pidlock *lock, const struct content *c,
 	pid_t pid = c->pid ? c->pid : c->bare_pid;
 
 	if (!incomplete(c) || pid <= 0 || pid == self_pid() ||
-	    pid == lock->fd_pid || !writer_may_hold(pid, st))
+	    pid == lock->hold.fd_pid || !writer_may_hold(pid, st))
 		return false;
 	note_holder(lock, PIDLOCK_STATE_HELD_PIDFILE, 0, c, st);
 	return true;
@@ -250,9 +251,9 @@ static int nobody_writing(int fd, struct stat *st, struct content *c,
 	bool lock_file = false;
 	int r;
 
-	if (io_grace_left_ms(st, lock->grace_ms) <= 0)
+	if (io_grace_left_ms(st, lock->set.grace_ms) <= 0)
 		return 0;
-	if (lease_alone(fd, st, lock->grace_ms) != 1)
+	if (lease_alone(fd, st, lock->set.grace_ms) != 1)
 		return 0;
 	if (fstat(fd, st) < 0)
 		return -errno;
@@ -273,7 +274,7 @@ static int wait_for_writer(struct pidlock *lock, int fd,
 			   const struct stat *st, struct content *c,
 			   int64_t deadline)
 {
-	int64_t left = io_grace_left_ms(st, lock->grace_ms);
+	int64_t left = io_grace_left_ms(st, lock->set.grace_ms);
 	int64_t until = io_now_ms() + left;
 	bool lock_file = false;
 	struct watch w;
@@ -285,7 +286,7 @@ static int wait_for_writer(struct pidlock *lock, int fd,
 	if (deadline >= 0 && deadline < until)
 		until = deadline;
 	wait_init(&w, NULL);
-	wait_watch_file(&w, lock->path, WATCH_WRITES);
+	wait_watch_file(&w, lock->set.path, WATCH_WRITES);
 	for (;;) {
 		struct stat now;
 
@@ -300,7 +301,7 @@ static int wait_for_writer(struct pidlock *lock, int fd,
 			break;
 		left = until - io_now_ms();
 		if (left <= 0) {
-			r = io_grace_left_ms(st, lock->grace_ms) > 0;
+			r = io_grace_left_ms(st, lock->set.grace_ms) > 0;
 			break;
 		}
 		r = wait_for_event(&w, NULL, left, GRACE_POLL_MS);
@@ -324,7 +325,7 @@ static bool must_keep(const struct pidlock *lock, const struct content *c)
 {
 	/* A caller's descriptor (pidlock_lock_fd()) stays open on this
 	 * inode after the hold: the inode must stay at the path too. */
-	if ((lock->flags & PIDLOCK_KEEP_FILE) || lock->fd_pid)
+	if ((lock->set.flags & PIDLOCK_KEEP_FILE) || lock->hold.fd_pid)
 		return true;
 	return c->marker ? c->keep : c->empty;
 }
@@ -332,18 +333,18 @@ static bool must_keep(const struct pidlock *lock, const struct content *c)
 static int takeover(struct pidlock *lock, int fd, const struct stat *st,
 		    const struct content *c)
 {
-	pid_t pid = lock->fd_pid ? lock->fd_pid : self_pid();
+	pid_t pid = lock->hold.fd_pid ? lock->hold.fd_pid : self_pid();
 	int r = io_write_record(lock, fd, pid, must_keep(lock, c),
 				(size_t)st->st_size);
 
 	if (r < 0)
 		return r;
-	lock->fd = fd;
-	lock->dev = st->st_dev;
-	lock->ino = st->st_ino;
+	lock->hold.fd = fd;
+	lock->hold.dev = st->st_dev;
+	lock->hold.ino = st->st_ino;
 	/* Its holder crashed: it may have left a temp file too. */
 	if (c->marker && !c->released)
-		lock->swept = false;
+		lock->cache.swept = false;
 	return TRY_HELD_BY_US;
 }
 
@@ -354,7 +355,7 @@ static int others_hold(struct pidlock *lock, int fd, const struct content *c,
 		       const struct stat *st)
 {
 	unsigned int busy = 0;
-	int r = klock_test_others(fd, lock->kinds, lock->shared, &busy);
+	int r = klock_test_others(fd, lock->set.kinds, lock->set.shared, &busy);
 
 	if (r < 0)
 		return r;
@@ -404,7 +405,7 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 	/* Rule B: a spec-only holder holds no kernel lock; only staleness
 	 * (old AND dead) frees it. */
 	if (!c.marker && content_is_spec(&c) &&
-	    !inspect_spec_is_stale(&c, lock->stale_sec)) {
+	    !inspect_spec_is_stale(&c, lock->set.stale_sec)) {
 		note_holder(lock, PIDLOCK_STATE_HELD_SPEC, 0, &c, st);
 		return TRY_BUSY;
 	}
@@ -433,14 +434,14 @@ static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
 		r = check_owner(lock, st);
 	/* Writers first: a shared acquirer waits while an exclusive one
 	 * waits in the kernel (doc/protocol.md, "Shared locks"). */
-	if (r == 0 && lock->shared &&
+	if (r == 0 && lock->set.shared &&
 	    klock_writer_waits(klock_listed_dev(lock, fd, st->st_dev),
 			       st->st_ino)) {
-		*busy = lock->kinds;
+		*busy = lock->set.kinds;
 		r = -EWOULDBLOCK;
 	}
 	if (r == 0)
-		r = klock_take_mode(fd, lock->kinds, lock->shared,
+		r = klock_take_mode(fd, lock->set.kinds, lock->set.shared,
 				    deadline == -1, busy);
 	if (r < 0)
 		return r;
@@ -458,7 +459,8 @@ static int drop_taken(const struct pidlock *lock, int fd, unsigned int busy)
 {
 	int r = 0;
 
-	if ((lock->kinds & PIDLOCK_KIND_FLOCK) && !(busy & PIDLOCK_KIND_FLOCK))
+	if ((lock->set.kinds & PIDLOCK_KIND_FLOCK) &&
+	    !(busy & PIDLOCK_KIND_FLOCK))
 		r = klock_drop(fd, PIDLOCK_KIND_FLOCK);
 	return r < 0 ? r : -EWOULDBLOCK;
 }
@@ -479,7 +481,7 @@ int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 
 	*fdp = -1;
 	if (fd < 0) {
-		fd = open_existing(lock->path);
+		fd = open_existing(lock->set.path);
 		if (path_replaced(fd))
 			return TRY_AGAIN;
 		/* A lease on the file: our open started its break; the file

@@ -102,25 +102,25 @@ PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
 	lock = calloc(1, sizeof(*lock));
 	if (!lock)
 		return -ENOMEM;
-	lock->path = strdup(path);
-	lock->dir = handle_dir_of(path);
-	if (!lock->path || !lock->dir) {
+	lock->set.path = strdup(path);
+	lock->set.dir = handle_dir_of(path);
+	if (!lock->set.path || !lock->set.dir) {
 		pidlock_free(lock);
 		return -ENOMEM;
 	}
-	lock->base = strrchr(lock->path, '/');
-	lock->base = lock->base ? lock->base + 1 : lock->path;
-	lock->flags = flags;
-	lock->shared = flags & PIDLOCK_SHARED;
-	lock->kinds = flags & PIDLOCK_FLOCK_ONLY ? PIDLOCK_KIND_FLOCK
+	lock->set.base = strrchr(lock->set.path, '/');
+	lock->set.base = lock->set.base ? lock->set.base + 1 : lock->set.path;
+	lock->set.flags = flags;
+	lock->set.shared = flags & PIDLOCK_SHARED;
+	lock->set.kinds = flags & PIDLOCK_FLOCK_ONLY ? PIDLOCK_KIND_FLOCK
 		    : flags & PIDLOCK_OFD_ONLY ? PIDLOCK_KIND_OFD : KINDS_ALL;
-	lock->mode = PIDLOCK_DEFAULT_MODE;
-	lock->stale_sec = PIDLOCK_DEFAULT_STALE_SEC;
-	lock->retry_ms = PIDLOCK_DEFAULT_RETRY_MS;
-	lock->grace_ms = PIDLOCK_DEFAULT_GRACE_MS;
-	lock->fd = -1;
-	lock->wait_ifd = -1;
-	lock->mark_given = &lock->fd_given;
+	lock->set.mode = PIDLOCK_DEFAULT_MODE;
+	lock->set.stale_sec = PIDLOCK_DEFAULT_STALE_SEC;
+	lock->set.retry_ms = PIDLOCK_DEFAULT_RETRY_MS;
+	lock->set.grace_ms = PIDLOCK_DEFAULT_GRACE_MS;
+	lock->hold.fd = -1;
+	lock->hold.wait_ifd = -1;
+	lock->hold.mark_given = &lock->hold.fd_given;
 	*lockp = lock;
 	return 0;
 }
@@ -134,11 +134,11 @@ PIDLOCK_EXPORT void pidlock_free(struct pidlock *lock)
 	if (!lock)
 		return;
 	old = cancel_off();
-	if (lock->fd >= 0)
+	if (lock->hold.fd >= 0)
 		(void)pidlock_release(lock);
 	async_cancel(lock);
-	free(lock->path);
-	free(lock->dir);
+	free(lock->set.path);
+	free(lock->set.dir);
 	free(lock);
 	cancel_restore(old);
 }
@@ -149,7 +149,8 @@ PIDLOCK_EXPORT int pidlock_set_tag(struct pidlock *lock, const char *tag)
 		return -EINVAL;
 	if (!tag)
 		tag = "";
-	content_clean_tag(lock->tag, sizeof(lock->tag), tag, strlen(tag));
+	content_clean_tag(lock->set.tag, sizeof(lock->set.tag), tag,
+			  strlen(tag));
 	return 0;
 }
 
@@ -157,7 +158,7 @@ PIDLOCK_EXPORT int pidlock_set_mode(struct pidlock *lock, mode_t mode)
 {
 	if (!lock || (mode & ~(mode_t)0666))
 		return -EINVAL;
-	lock->mode = mode;
+	lock->set.mode = mode;
 	return 0;
 }
 
@@ -166,7 +167,7 @@ PIDLOCK_EXPORT int pidlock_set_stale_timeout(struct pidlock *lock,
 {
 	if (!lock || seconds == 0)
 		return -EINVAL;
-	lock->stale_sec = seconds;
+	lock->set.stale_sec = seconds;
 	return 0;
 }
 
@@ -175,7 +176,7 @@ PIDLOCK_EXPORT int pidlock_set_retry_interval(struct pidlock *lock,
 {
 	if (!lock || ms == 0 || ms > INT_MAX)
 		return -EINVAL;
-	lock->retry_ms = ms;
+	lock->set.retry_ms = ms;
 	return 0;
 }
 
@@ -183,7 +184,7 @@ PIDLOCK_EXPORT int pidlock_set_grace(struct pidlock *lock, unsigned int ms)
 {
 	if (!lock || ms > PIDLOCK_GRACE_MAX_MS)
 		return -EINVAL;
-	lock->grace_ms = ms;
+	lock->set.grace_ms = ms;
 	return 0;
 }
 
@@ -191,17 +192,17 @@ PIDLOCK_EXPORT int pidlock_fd(const struct pidlock *lock)
 {
 	if (!lock)
 		return -EINVAL;
-	if (lock->fd < 0)
+	if (lock->hold.fd < 0)
 		return -ENOLCK;
 	/* The caller may dup it or fork with it: release must then unlock
 	 * before it closes.  The const promises the caller that the lock is
 	 * not changed; this note is bookkeeping, made through a pointer that
 	 * pidlock_new() set to the handle's own field. */
-	*lock->mark_given = true;
-	return lock->fd;
+	*lock->hold.mark_given = true;
+	return lock->hold.fd;
 }
 
 PIDLOCK_EXPORT const char *pidlock_path(const struct pidlock *lock)
 {
-	return lock ? lock->path : NULL;
+	return lock ? lock->set.path : NULL;
 }

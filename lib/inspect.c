@@ -404,13 +404,13 @@ static uint32_t still_hidden(const struct pidlock *lock)
 {
 	struct kernel_view kv;
 	struct stat st;
-	int fd = lease_open(lock->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	int fd = lease_open(lock->set.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 					O_CLOEXEC | O_NOCTTY);
 
 	if (fd < 0)
 		return 0;
-	if (fstat(fd, &st) == 0 && st.st_dev == lock->holder_dev &&
-	    st.st_ino == lock->holder_ino)
+	if (fstat(fd, &st) == 0 && st.st_dev == lock->seen.dev &&
+	    st.st_ino == lock->seen.ino)
 		kernel_locks(fd, &st, &kv, KLOCK_TORN_READS);
 	else
 		kv.hidden = false;
@@ -427,19 +427,20 @@ PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,
 
 	if (!lock || !info)
 		return -EINVAL;
-	if (!lock->have_holder)
+	if (!lock->seen.known)
 		return -ENODATA;
-	*info = lock->holder;
+	*info = lock->seen.holder;
 	if (!info->kernel_locks)
 		return 0;
 	/* Only now pay for /proc/locks: the kernel's word on who holds it. */
-	dev = lock->listed_known && lock->listed_for == lock->holder_dev ?
-		lock->listed_dev : lock->holder_dev;
-	r = klock_holders(dev, lock->holder_ino, false, &h);
+	dev = lock->cache.listed_known &&
+	      lock->cache.listed_for == lock->seen.dev ?
+		lock->cache.listed_dev : lock->seen.dev;
+	r = klock_holders(dev, lock->seen.ino, false, &h);
 	/* Held, as the acquire found; listed under another device (btrfs):
 	 * the rows with our inode number name the holders. */
 	if (r == 0 && !h.kinds && h.elsewhere)
-		r = klock_holders(dev, lock->holder_ino, true, &h);
+		r = klock_holders(dev, lock->seen.ino, true, &h);
 	if (r == 0 && (info->kernel_locks & ~h.kinds))
 		info->holder_hidden = still_hidden(lock);
 	if (r < 0 || !h.kinds)

@@ -37,56 +37,83 @@ struct watch {
 	bool file_failed;	/* inotify_add_watch refused: sleep instead */
 };
 
+/*
+ * The handle.  Its fields are grouped by concern, each group with its
+ * own lifetime; buf alone is scratch space.
+ */
 struct pidlock {
-	char *path;
-	char *dir;		/* directory of path, for the temp file */
-	const char *base;	/* last component, points into path */
-	unsigned int flags;
-	unsigned int kinds;	/* PIDLOCK_KIND_* we take */
-	mode_t mode;
-	unsigned int stale_sec;
-	unsigned int retry_ms;
-	unsigned int grace_ms;
-	int fd;			/* >= 0 while held */
-	dev_t dev;		/* of the held file */
-	ino_t ino;
-	pid_t writer;		/* pid this handle last wrote into the file */
-	unsigned long gen;	/* fork generation when the acquire began */
-	size_t written;		/* bytes of content last written */
-	bool keep;		/* release leaves the inode at the path */
-	pid_t fd_pid;		/* pidlock_lock_fd(): the pid its record
+	/* What the caller chose, at pidlock_new() and by the setters: no
+	 * lock operation changes it. */
+	struct {
+		char *path;
+		char *dir;	/* directory of path, for the temp file */
+		const char *base;	/* last component, points into path */
+		unsigned int flags;
+		unsigned int kinds;	/* PIDLOCK_KIND_* we take */
+		bool shared;	/* PIDLOCK_SHARED: read locks, many holders */
+		mode_t mode;
+		unsigned int stale_sec;
+		unsigned int retry_ms;
+		unsigned int grace_ms;
+		char tag[PIDLOCK_TAG_MAX + 1];
+	} set;
+	/* The lock held: set as one is taken, cleared by release and close
+	 * (release.c: forget()) and at pidlock_lock_fd()'s end (adopt.c). */
+	struct {
+		int fd;		/* >= 0 while held */
+		dev_t dev;	/* of the held file */
+		ino_t ino;
+		pid_t writer;	/* pid this handle last wrote into the file */
+		unsigned long gen;	/* fork generation when the
+					 * acquire began */
+		size_t written;	/* bytes of content last written */
+		bool keep;	/* release leaves the inode at the path */
+		pid_t fd_pid;	/* pidlock_lock_fd(): the pid its record
 				 * names, and the file is kept; else 0 */
-	bool shared;		/* PIDLOCK_SHARED: read locks, many holders */
-	bool fd_given;		/* pidlock_fd() told the caller the fd */
-	bool *mark_given;	/* &fd_given, for pidlock_fd()'s const handle */
-	int wait_ifd;		/* the wait's inotify, closed after release */
-	bool async_on;		/* an event loop's wait is under way */
-	bool async_busy;
-	int async_fd;		/* its kept descriptor, or -1 */
-	int64_t async_due;	/* CLOCK_MONOTONIC ms of its next poll */
-	struct watch async_w;
-	pid_t async_pid;	/* the process that began the wait: a fork's
+		bool fd_given;	/* pidlock_fd() told the caller the fd */
+		bool *mark_given;	/* &fd_given, for pidlock_fd()'s
+					 * const handle */
+		int wait_ifd;	/* the wait's inotify, closed after release */
+	} hold;
+	/* An event loop's wait (async.c), kept between its calls: begun
+	 * by its first call, over when it ends or is cancelled. */
+	struct {
+		bool on;	/* an event loop's wait is under way */
+		bool busy;
+		int fd;		/* its kept descriptor, or -1 */
+		int64_t due;	/* CLOCK_MONOTONIC ms of its next poll */
+		struct watch w;
+		pid_t pid;	/* the process that began the wait: a fork's
 				 * child has copies of its descriptors */
-	int link_mode;		/* how to publish a temp file, see create.c */
-	bool dir_checked;
-	bool swept;		/* leftover temp files swept once */
-	bool fs_checked;	/* the file system keeps the protocol */
-	struct {		/* its client may cache names (remote.c) */
-		bool known;
-		bool caches;
-		dev_t dev;
-	} fs_cache;
-	bool have_holder;
-	dev_t holder_dev;	/* file of the holder found by the last try */
-	ino_t holder_ino;
-	bool listed_known;	/* /proc/locks lists files of device */
-	dev_t listed_for;	/* listed_for under listed_dev */
-	dev_t listed_dev;
-	struct timespec holder_mtime;	/* and its record's last change */
-	off_t holder_size;
-	struct pidlock_info holder;
-	char tag[PIDLOCK_TAG_MAX + 1];
-	char buf[CONTENT_BUF_MAX];
+	} wait;
+	/* The busy holder the last try found (existing.c), for the next
+	 * try and pidlock_holder(); forgotten when an acquire or
+	 * pidlock_lock_fd() begins. */
+	struct {
+		bool known;	/* the fields below are set */
+		dev_t dev;	/* file of the holder found by the last try */
+		ino_t ino;
+		struct timespec mtime;	/* and its record's last change */
+		off_t size;
+		struct pidlock_info holder;
+	} seen;
+	/* What the directory and its file system were found to do: learned
+	 * once, kept for the handle's life. */
+	struct {
+		int link_mode;	/* how to publish a temp file, see create.c */
+		bool dir_checked;
+		bool swept;	/* leftover temp files swept once */
+		bool fs_checked;	/* the file system keeps the protocol */
+		struct {	/* its client may cache names (remote.c) */
+			bool known;
+			bool caches;
+			dev_t dev;
+		} remote;
+		bool listed_known;	/* /proc/locks lists files of device */
+		dev_t listed_for;	/* listed_for under listed_dev */
+		dev_t listed_dev;
+	} cache;
+	char buf[CONTENT_BUF_MAX];	/* scratch: the record being written */
 };
 
 /* A writer's host: its name (uname(2), cleaned as a tag is) and the

@@ -104,11 +104,11 @@ static unsigned int record_opts(const struct pidlock *lock, bool keep)
 {
 	unsigned int opts = keep ? FMT_KEEP : 0;
 
-	if (lock->flags & PIDLOCK_PLAIN_PID)
+	if (lock->set.flags & PIDLOCK_PLAIN_PID)
 		opts |= FMT_PLAIN_PID;
-	if (lock->flags & PIDLOCK_EXIT_RELEASES)
+	if (lock->set.flags & PIDLOCK_EXIT_RELEASES)
 		opts |= FMT_EXIT_RELEASES;
-	if (lock->shared)
+	if (lock->set.shared)
 		opts |= FMT_SHARED;
 	return opts;
 }
@@ -129,20 +129,20 @@ int io_write_record(struct pidlock *lock, int fd, pid_t pid, bool keep,
 		    size_t old_len)
 {
 	size_t len = content_format(lock->buf, sizeof(lock->buf), pid,
-				    io_now_sec(), lock->tag, lock->kinds,
-				    record_opts(lock, keep));
+				    io_now_sec(), lock->set.tag,
+				    lock->set.kinds, record_opts(lock, keep));
 	int r;
 
 	len = content_put_host(lock->buf, sizeof(lock->buf), len, host_self());
-	if (lock->shared && old_len < SHARED_RECORD_LEN)
+	if (lock->set.shared && old_len < SHARED_RECORD_LEN)
 		old_len = SHARED_RECORD_LEN;
 	r = io_write_content(fd, lock->buf, len, old_len,
-			     !(lock->flags & PIDLOCK_NO_SYNC));
+			     !(lock->set.flags & PIDLOCK_NO_SYNC));
 	if (r < 0)
 		return r;
-	lock->writer = pid;
-	lock->written = len;
-	lock->keep = keep;
+	lock->hold.writer = pid;
+	lock->hold.written = len;
+	lock->hold.keep = keep;
 	return 0;
 }
 

@@ -455,13 +455,13 @@ dev_t klock_listed_dev(struct pidlock *lock, int fd, dev_t st_dev)
 {
 	dev_t dev;
 
-	if (lock->listed_known && lock->listed_for == st_dev)
-		return lock->listed_dev;
+	if (lock->cache.listed_known && lock->cache.listed_for == st_dev)
+		return lock->cache.listed_dev;
 	if (!klock_fd_listed_dev(fd, &dev))
 		return st_dev;	/* not kept: a later call may learn it */
-	lock->listed_known = true;
-	lock->listed_for = st_dev;
-	lock->listed_dev = dev;
+	lock->cache.listed_known = true;
+	lock->cache.listed_for = st_dev;
+	lock->cache.listed_dev = dev;
 	return dev;
 }
 

@@ -70,7 +70,7 @@ void leftover_sweep(const struct pidlock *lock)
 {
 	int saved = errno;
 	struct dirent *de;
-	DIR *d = opendir(lock->dir);
+	DIR *d = opendir(lock->set.dir);
 
 	if (!d)
 		goto out;

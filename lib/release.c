@@ -13,11 +13,11 @@ static int check_held(const struct pidlock *lock)
 {
 	struct stat st;
 
-	if (lock->fd < 0)
+	if (lock->hold.fd < 0)
 		return -ENOLCK;
-	if (lstat(lock->path, &st) < 0)
+	if (lstat(lock->set.path, &st) < 0)
 		return errno == ENOENT ? -ESTALE : -errno;
-	if (st.st_dev != lock->dev || st.st_ino != lock->ino)
+	if (st.st_dev != lock->hold.dev || st.st_ino != lock->hold.ino)
 		return -ESTALE;
 	return 0;
 }
@@ -35,7 +35,7 @@ static int held_length(const struct pidlock *lock, size_t *len)
 {
 	struct stat st;
 
-	if (fstat(lock->fd, &st) < 0)
+	if (fstat(lock->hold.fd, &st) < 0)
 		return -errno;
 	*len = (size_t)st.st_size;
 	return 0;
@@ -52,10 +52,11 @@ static int refresh(struct pidlock *lock)
 	if (r == 0)
 		r = held_length(lock, &old);
 	/* Another shared holder may have made the file a kept one since. */
-	if (r == 0 && lock->shared)
+	if (r == 0 && lock->set.shared)
 		r = shared_adopt_keep(lock) < 0 ? -EIO : 0;
 	if (r == 0)
-		r = io_write_record(lock, lock->fd, self_pid(), lock->keep, old);
+		r = io_write_record(lock, lock->hold.fd, self_pid(),
+				    lock->hold.keep, old);
 	return io_rc_filter(r);
 }
 
@@ -72,17 +73,17 @@ PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
 
 static void forget(struct pidlock *lock)
 {
-	lock->fd = -1;
-	lock->dev = 0;
-	lock->ino = 0;
-	lock->writer = 0;
-	lock->keep = false;
-	lock->fd_given = false;
+	lock->hold.fd = -1;
+	lock->hold.dev = 0;
+	lock->hold.ino = 0;
+	lock->hold.writer = 0;
+	lock->hold.keep = false;
+	lock->hold.fd_given = false;
 	/* After the lock's own close: the next holder is on its way
 	 * before we pay for this one (see acquire.c). */
-	if (lock->wait_ifd >= 0)
-		io_close_keep_errno(lock->wait_ifd);
-	lock->wait_ifd = -1;
+	if (lock->hold.wait_ifd >= 0)
+		io_close_keep_errno(lock->hold.wait_ifd);
+	lock->hold.wait_ifd = -1;
 }
 
 static int close_handle(struct pidlock *lock)
@@ -92,13 +93,13 @@ static int close_handle(struct pidlock *lock)
 	if (!lock)
 		return -EINVAL;
 	/* A handle that only waits in an event loop: closing cancels it. */
-	if (lock->fd < 0 && lock->async_on) {
+	if (lock->hold.fd < 0 && lock->wait.on) {
 		async_cancel(lock);
 		return 0;
 	}
-	if (lock->fd < 0)
+	if (lock->hold.fd < 0)
 		return -ENOLCK;
-	if (close(lock->fd) < 0 && errno != EINTR)
+	if (close(lock->hold.fd) < 0 && errno != EINTR)
 		r = -errno;
 	forget(lock);
 	return io_rc_filter(r);
@@ -117,8 +118,9 @@ PIDLOCK_EXPORT int pidlock_close(struct pidlock *lock)
  * last: nobody else can have written the record through this handle. */
 static bool record_is_ours(const struct pidlock *lock, pid_t self)
 {
-	return lock->gen != 0 && lock->gen == self_fork_generation() &&
-	       lock->writer == self;
+	return lock->hold.gen != 0 &&
+	       lock->hold.gen == self_fork_generation() &&
+	       lock->hold.writer == self;
 }
 
 /*
@@ -135,7 +137,7 @@ static bool file_names_us(const struct pidlock *lock)
 
 	if (record_is_ours(lock, self))
 		return true;
-	n = io_read_bounded(lock->fd, buf, sizeof(buf));
+	n = io_read_bounded(lock->hold.fd, buf, sizeof(buf));
 	if (n < 0)
 		return false;
 	content_parse(buf, (size_t)n, &c);
@@ -146,14 +148,14 @@ static bool file_names_us(const struct pidlock *lock)
 static int mark_released(struct pidlock *lock)
 {
 	size_t len = content_format_released(lock->buf, sizeof(lock->buf),
-					     io_now_sec(), lock->kinds);
+					     io_now_sec(), lock->set.kinds);
 	size_t old = 0;
 	int r = held_length(lock, &old);
 
 	if (r < 0)
 		return r;
-	return io_write_content(lock->fd, lock->buf, len, old,
-				!(lock->flags & PIDLOCK_NO_SYNC));
+	return io_write_content(lock->hold.fd, lock->buf, len, old,
+				!(lock->set.flags & PIDLOCK_NO_SYNC));
 }
 
 /*
@@ -165,16 +167,16 @@ static int mark_released(struct pidlock *lock)
  */
 static bool unlock_first(const struct pidlock *lock)
 {
-	return lock->keep || (lock->flags & PIDLOCK_KEEP_FILE) ||
-	       lock->fd_given;
+	return lock->hold.keep || (lock->set.flags & PIDLOCK_KEEP_FILE) ||
+	       lock->hold.fd_given;
 }
 
 /* close(2) of a held descriptor: EINTR still closed it (Linux). */
 static int close_held(struct pidlock *lock)
 {
-	int r = close(lock->fd) < 0 && errno != EINTR ? -errno : 0;
+	int r = close(lock->hold.fd) < 0 && errno != EINTR ? -errno : 0;
 
-	lock->fd = -1;
+	lock->hold.fd = -1;
 	return r;
 }
 
@@ -192,15 +194,15 @@ int release_let_go(struct pidlock *lock)
 	bool alone;
 	int r, rc;
 
-	if (lock->keep || (lock->flags & PIDLOCK_KEEP_FILE))
+	if (lock->hold.keep || (lock->set.flags & PIDLOCK_KEEP_FILE))
 		r = mark_released(lock);
 	else
-		r = unlink(lock->path) < 0 ? -errno : 0;
+		r = unlink(lock->set.path) < 0 ? -errno : 0;
 	if (r < 0)
 		return r;
-	alone = !unlock_first(lock) && self_close_begin(lock->gen);
+	alone = !unlock_first(lock) && self_close_begin(lock->hold.gen);
 	if (!alone)
-		r = klock_drop(lock->fd, lock->kinds);
+		r = klock_drop(lock->hold.fd, lock->set.kinds);
 	rc = close_held(lock);
 	if (alone)
 		self_close_end();
@@ -218,11 +220,11 @@ static int release(struct pidlock *lock)
 		return r;
 	/* A shared lock's record names one of its holders, not each: the
 	 * process that took it (or refreshed it last) is its owner. */
-	if (r == 0 && lock->shared)
-		r = lock->writer == self_pid() ? shared_release(lock) : 0;
+	if (r == 0 && lock->set.shared)
+		r = lock->hold.writer == self_pid() ? shared_release(lock) : 0;
 	else if (r == 0 && file_names_us(lock))
 		r = release_let_go(lock);
-	if (lock->fd >= 0) {
+	if (lock->hold.fd >= 0) {
 		int rc = close_held(lock);
 
 		if (r == 0)

@@ -46,14 +46,14 @@ static bool caches(struct pidlock *lock, int fd, dev_t dev)
 {
 	struct statfs sf;
 
-	if (lock->fs_cache.known && lock->fs_cache.dev == dev)
-		return lock->fs_cache.caches;
+	if (lock->cache.remote.known && lock->cache.remote.dev == dev)
+		return lock->cache.remote.caches;
 	if (fstatfs(fd, &sf) < 0)
 		return true;	/* not known: look the safe way */
-	lock->fs_cache.known = true;
-	lock->fs_cache.dev = dev;
-	lock->fs_cache.caches = caching_client((unsigned long)sf.f_type);
-	return lock->fs_cache.caches;
+	lock->cache.remote.known = true;
+	lock->cache.remote.dev = dev;
+	lock->cache.remote.caches = caching_client((unsigned long)sf.f_type);
+	return lock->cache.remote.caches;
 }
 
 /*
@@ -87,7 +87,7 @@ int remote_same_inode(struct pidlock *lock, int fd, const struct stat *st)
 {
 	if (!caches(lock, fd, st->st_dev))
 		return 0;
-	return reopen_same(lock->path, st);
+	return reopen_same(lock->set.path, st);
 }
 
 /*
@@ -102,7 +102,7 @@ bool remote_locks_local(const struct pidlock *lock, int fd)
 	struct mounts_local why;
 	struct statfs sf;
 
-	if (lock->flags & PIDLOCK_HOST_LOCAL)
+	if (lock->set.flags & PIDLOCK_HOST_LOCAL)
 		return false;
 	if (fstatfs(fd, &sf) < 0 || !caching_client((unsigned long)sf.f_type))
 		return false;

@@ -21,12 +21,12 @@
 /* A locker of a kind we did not take keeps the file held. */
 static int others_free(const struct pidlock *lock)
 {
-	unsigned int others = KINDS_ALL & ~lock->kinds, held = 0;
+	unsigned int others = KINDS_ALL & ~lock->set.kinds, held = 0;
 	int r;
 
 	if (!others)
 		return 1;
-	r = klock_test(lock->fd, others, &held);
+	r = klock_test(lock->hold.fd, others, &held);
 	return r < 0 ? r : !held;
 }
 
@@ -34,12 +34,12 @@ static int others_free(const struct pidlock *lock)
 static int alone(struct pidlock *lock)
 {
 	struct stat st;
-	int r = klock_try_exclusive(lock->fd, lock->kinds);
+	int r = klock_try_exclusive(lock->hold.fd, lock->set.kinds);
 
 	if (r == 1)
 		r = others_free(lock);
 	if (r == 1)
-		r = existing_same_inode(lock, lock->fd, &st) == 0;
+		r = existing_same_inode(lock, lock->hold.fd, &st) == 0;
 	return r;
 }
 
@@ -50,10 +50,10 @@ static int alone(struct pidlock *lock)
  */
 static pid_t other_holder(struct pidlock *lock, pid_t self)
 {
-	dev_t dev = klock_listed_dev(lock, lock->fd, lock->dev);
+	dev_t dev = klock_listed_dev(lock, lock->hold.fd, lock->hold.dev);
 	struct klock_holders h;
 
-	if (klock_holders(dev, lock->ino, false, &h) < 0)
+	if (klock_holders(dev, lock->hold.ino, false, &h) < 0)
 		return 0;
 	for (unsigned int i = 0; i < h.npids; i++)
 		if (h.pids[i] != self && io_pid_alive(h.pids[i]))
@@ -78,12 +78,13 @@ static int hand_over_record(struct pidlock *lock)
 	pid_t self = self_pid(), other;
 	ssize_t n;
 
-	if (lock->kinds == PIDLOCK_KIND_FLOCK &&
-	    klock_take_mode(lock->fd, lock->kinds, true, false, &busy) < 0)
+	if (lock->set.kinds == PIDLOCK_KIND_FLOCK &&
+	    klock_take_mode(lock->hold.fd, lock->set.kinds, true, false,
+			    &busy) < 0)
 		return 0;
-	if (existing_same_inode(lock, lock->fd, &st) != 0)
+	if (existing_same_inode(lock, lock->hold.fd, &st) != 0)
 		return 0;
-	n = io_read_bounded(lock->fd, buf, sizeof(buf));
+	n = io_read_bounded(lock->hold.fd, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
 	content_parse(buf, (size_t)n, &c);
@@ -92,8 +93,8 @@ static int hand_over_record(struct pidlock *lock)
 	other = other_holder(lock, self);
 	if (!other)
 		return 0;
-	return io_write_record(lock, lock->fd, other, lock->keep || c.keep,
-			       (size_t)st.st_size);
+	return io_write_record(lock, lock->hold.fd, other,
+			       lock->hold.keep || c.keep, (size_t)st.st_size);
 }
 
 /*
@@ -106,13 +107,13 @@ int shared_adopt_keep(struct pidlock *lock)
 {
 	char buf[CONTENT_READ_MAX];
 	struct content c;
-	ssize_t n = io_read_bounded(lock->fd, buf, sizeof(buf));
+	ssize_t n = io_read_bounded(lock->hold.fd, buf, sizeof(buf));
 
 	if (n < 0)
 		return (int)n;
 	content_parse(buf, (size_t)n, &c);
 	if (c.keep)
-		lock->keep = true;
+		lock->hold.keep = true;
 	return c.marker && !c.released;
 }
 
@@ -125,12 +126,12 @@ int shared_release(struct pidlock *lock)
 	if (r == 1)
 		return release_let_go(lock);
 	if (r < 0)
-		(void)klock_drop(lock->fd, lock->kinds);
+		(void)klock_drop(lock->hold.fd, lock->set.kinds);
 	if (r == 0)
 		r = hand_over_record(lock);
 	/* Flock first, OFD last: see klock_try_exclusive(). */
 	if (r == 0)
-		r = klock_drop(lock->fd, lock->kinds);
+		r = klock_drop(lock->hold.fd, lock->set.kinds);
 	if (r < 0)
 		return r;
 	/* Everybody else may have let go meanwhile, having seen us. */
@@ -139,5 +140,5 @@ int shared_release(struct pidlock *lock)
 		return release_let_go(lock);
 	if (r < 0)
 		return r;
-	return klock_drop(lock->fd, lock->kinds);
+	return klock_drop(lock->hold.fd, lock->set.kinds);
 }

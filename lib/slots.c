@@ -132,7 +132,7 @@ PIDLOCK_EXPORT int pidlock_slots_new(struct pidlock_slots **slotsp,
 static int held(const struct pidlock_slots *s)
 {
 	for (unsigned int k = 0; k < s->n; k++)
-		if (s->locks[k] && s->locks[k]->fd >= 0)
+		if (s->locks[k] && s->locks[k]->hold.fd >= 0)
 			return (int)k;
 	return -ENOLCK;
 }
@@ -157,8 +157,8 @@ static unsigned int retry_ms(const struct pidlock_slots *s)
 	unsigned int ms = UINT_MAX;
 
 	for (unsigned int k = 0; k < s->n; k++)
-		if (s->locks[k]->retry_ms < ms)
-			ms = s->locks[k]->retry_ms;
+		if (s->locks[k]->set.retry_ms < ms)
+			ms = s->locks[k]->set.retry_ms;
 	return ms;
 }
 
@@ -195,7 +195,7 @@ static bool held_otherwise(const struct pidlock_slots *s, unsigned int k)
 	const struct pidlock *l = s->locks[k];
 	struct pidlock_info info;
 
-	if (inspect_state(l->path, &info, l->stale_sec) < 0)
+	if (inspect_state(l->set.path, &info, l->set.stale_sec) < 0)
 		return false;	/* the acquire says why */
 	return info.state == PIDLOCK_STATE_HELD ||
 	       info.state == PIDLOCK_STATE_HELD_SPEC ||
