@@ -4,12 +4,17 @@
 #   apply.pl TABLE list            ID<TAB>FILE<TAB>EXPECT<TAB>WHAT per mutation
 #   apply.pl TABLE apply ID ROOT   apply mutation ID to ROOT/FILE; exit 3 if
 #                                  a substitution matches other than once
+#   apply.pl TABLE verify ROOT     apply every mutation in memory only; exit 1
+#                                  if one no longer applies (a mutation that
+#                                  changes nothing proves nothing)
 use strict;
 use warnings;
 
 my ($table, $cmd, $id, $root) = @ARGV;
-die "usage: apply.pl TABLE list | apply.pl TABLE apply ID ROOT\n"
-    unless $table && $cmd && ($cmd eq 'list' || ($cmd eq 'apply' && $id && $root));
+$root = $id if $cmd && $cmd eq 'verify';
+die "usage: apply.pl TABLE list | apply ID ROOT | verify ROOT\n"
+    unless $table && $cmd && ($cmd eq 'list' ||
+	($cmd eq 'apply' && $id && $root) || ($cmd eq 'verify' && $root));
 
 my (@order, %m, $cur);
 open(my $t, '<', $table) or die "$table: $!\n";
@@ -43,23 +48,47 @@ if ($cmd eq 'list') {
 	exit 0;
 }
 
-my $mu = $m{$id} or die "no mutation $id in $table\n";
-my $path = "$root/$mu->{file}";
-open(my $in, '<', $path) or die "$path: $!\n";
-my $src = do { local $/; <$in> };
-close($in);
-my $n = 0;
-for my $s (@{$mu->{subs}}) {
-	$n++;
-	my $count = eval "\$src =~ $s";
-	die "mutation $id, substitution $n: $@" if $@;
-	$count ||= 0;
-	if ($count != 1) {
-		print STDERR "mutation $id no longer applies: substitution $n "
-		    . "matches $count times in $mu->{file}:\n  $s\n";
-		exit 3;
+# The source of mutation $id's file under $root, mutated; on a
+# substitution that matches other than once, undef and why in $_[2].
+sub mutated {
+	my ($id, $root) = @_;
+	my $mu = $m{$id};
+	my $path = "$root/$mu->{file}";
+	open(my $in, '<', $path) or return (undef, "$path: $!");
+	my $src = do { local $/; <$in> };
+	close($in);
+	my $n = 0;
+	for my $s (@{$mu->{subs}}) {
+		$n++;
+		my $count = eval "\$src =~ $s";
+		return (undef, "substitution $n: $@") if $@;
+		$count ||= 0;
+		return (undef, "substitution $n matches $count times in "
+		    . "$mu->{file}:\n  $s") if $count != 1;
 	}
+	return ($src, '');
 }
+
+if ($cmd eq 'verify') {
+	my $bad = 0;
+	for my $v (@order) {
+		my ($src, $why) = mutated($v, $root);
+		next if defined $src;
+		print STDERR "mutation $v no longer applies: $why\n";
+		$bad++;
+	}
+	print scalar(@order) - $bad, " of ", scalar(@order),
+	    " mutations apply\n";
+	exit($bad ? 1 : 0);
+}
+
+die "no mutation $id in $table\n" unless $m{$id};
+my ($src, $why) = mutated($id, $root);
+unless (defined $src) {
+	print STDERR "mutation $id no longer applies: $why\n";
+	exit 3;
+}
+my $path = "$root/$m{$id}{file}";
 open(my $out, '>', $path) or die "$path: $!\n";
 print $out $src;
 close($out) or die "$path: $!\n";
