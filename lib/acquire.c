@@ -66,31 +66,37 @@ static bool locks_exclude(const struct pidlock *lock, int fd)
 	       klock_probe_flock(fd) == 1;
 }
 
-static int check_fs(const struct pidlock *lock)
+/*
+ * Do the locks that fd (just locked) holds keep anybody out here?  Asked
+ * once per handle, by pidlock_acquire() and pidlock_lock_fd() alike.
+ */
+int acquire_check_fs(const struct pidlock *lock, int fd)
 {
-	struct stat st;
-	int fd, r = 0;
+	struct stat held, st;
+	int probe, r = 0;
 
 	/* Our locks keep out this host only: another host's holder would
 	 * be let in (doc/protocol.md, "Never silently local"). */
-	if (remote_locks_local(lock, lock->hold.fd))
+	if (remote_locks_local(lock, fd))
 		return -ENOLCK;
+	if (fstat(fd, &held) < 0)
+		return -errno;
 
-	fd = open(lock->set.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-				  O_CLOEXEC | O_NOCTTY);
+	probe = open(lock->set.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+				     O_CLOEXEC | O_NOCTTY);
 	/* A mode without read access for us (pidlock_set_mode(0200)):
 	 * nothing to ask with; the check is skipped, not failed. */
-	if (fd < 0 && errno == EACCES)
+	if (probe < 0 && errno == EACCES)
 		return 0;
-	if (fd < 0)
+	if (probe < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0)
+	if (fstat(probe, &st) < 0)
 		r = -errno;
-	else if (st.st_dev != lock->hold.dev || st.st_ino != lock->hold.ino)
+	else if (st.st_dev != held.st_dev || st.st_ino != held.st_ino)
 		r = -ENOTSUP;
-	else if (!locks_exclude(lock, fd))
+	else if (!locks_exclude(lock, probe))
 		r = -ENOLCK;
-	io_close_keep_errno(fd);
+	io_close_keep_errno(probe);
 	return r;
 }
 
@@ -304,7 +310,7 @@ int acquire_end(struct pidlock *lock, struct watch *w, int r)
 {
 	keep_or_close_watch(lock, w, r);
 	if (r == 0 && !lock->cache.fs_checked) {
-		r = check_fs(lock);
+		r = acquire_check_fs(lock, lock->hold.fd);
 		/* Our new file is gone from the path already: taken away by
 		 * somebody our locks did not keep out (a spec-only peer, or a
 		 * "holder" on a file system whose locks exclude nobody).  The

@@ -167,6 +167,29 @@ static int lock_loop(struct pidlock *lock, int fd, int timeout_ms)
 	return r;
 }
 
+static int mark_released(struct pidlock *lock, int fd);
+
+/*
+ * Once per handle, as pidlock_acquire() does: locks that keep out
+ * nobody, or this host only, hold nothing.  The record just written is
+ * marked released before the locks go, so that no reader takes it for a
+ * holder's.
+ */
+static int check_fs_once(struct pidlock *lock, int fd)
+{
+	int r;
+
+	if (lock->cache.fs_checked)
+		return TRY_HELD_BY_US;
+	r = acquire_check_fs(lock, fd);
+	if (r == 0) {
+		lock->cache.fs_checked = true;
+		return TRY_HELD_BY_US;
+	}
+	(void)mark_released(lock, fd);
+	return path_replaced(r) ? -ESTALE : r;
+}
+
 static int lock_fd(struct pidlock *lock, int fd, pid_t pid, int timeout_ms)
 {
 	int r = check_args(lock, fd);
@@ -186,6 +209,8 @@ static int lock_fd(struct pidlock *lock, int fd, pid_t pid, int timeout_ms)
 	lock->seen.known = false;
 	lock->hold.fd_pid = pid ? pid : self_pid();
 	r = lock_loop(lock, fd, timeout_ms);
+	if (r == TRY_HELD_BY_US)
+		r = check_fs_once(lock, fd);
 	/* Whatever failed, the description holds none of our kinds. */
 	if (r != TRY_HELD_BY_US)
 		(void)klock_drop(fd, lock->set.kinds);

@@ -262,6 +262,7 @@ int create_publish(struct pidlock *lock);
 int acquire_begin(struct pidlock *lock);
 int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 		 int *fdp, bool *busyp);
+int acquire_check_fs(const struct pidlock *lock, int fd);
 int acquire_arm(struct pidlock *lock, struct watch *w, int *fdp);
 void acquire_check_kept(struct pidlock *lock, struct watch *w, int *fdp);
 int acquire_end(struct pidlock *lock, struct watch *w, int r);

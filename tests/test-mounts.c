@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -165,6 +166,45 @@ START_TEST(sshfs_refused)
 }
 END_TEST
 
+/* A shell's own descriptor (pidlock_lock_fd(), pidlock -F) is refused
+ * there too, and leaves no record that a reader takes for a holder. */
+START_TEST(sshfs_refused_fd)
+{
+	struct pidlock_info info;
+	struct pidlock *lock;
+	char path[4096];
+	int fd, other;
+
+	if (!mount_bindfs("-o subtype=sshfs"))
+		return;
+	tu_fmt(path, sizeof(path), "%s/lock", mnt);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	lock = tu_new(path, 0);
+	ck_assert_int_eq(pidlock_lock_fd(lock, fd, 0, 0), -ENOLCK);
+	ck_assert_int_eq(pidlock_lock_fd(lock, fd, 0, 0), -ENOLCK);
+	pidlock_free(lock);
+	/* The description let its locks go. */
+	other = open(path, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(other, 0);
+	ck_assert_int_eq(flock(other, LOCK_EX | LOCK_NB), 0);
+	(void)close(other);
+	ck_assert_int_eq(pidlock_inspect(path, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_FREE);
+	/* A spec-only reader sees no holder's pid: the released record. */
+	ck_assert_ptr_nonnull(strstr(tu_read(path), "\nreleased="));
+
+	lock = tu_new(path, PIDLOCK_HOST_LOCAL);
+	ck_assert_int_eq(pidlock_lock_fd(lock, fd, 0, 0), 0);
+	ck_assert_int_eq(pidlock_inspect(path, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD);
+	ck_assert_int_eq(pidlock_unlock_fd(lock, fd), 0);
+	pidlock_free(lock);
+	(void)close(fd);
+	unmount();
+}
+END_TEST
+
 /* The same FUSE file system under its own name keeps its locks. */
 START_TEST(bindfs_not_refused)
 {
@@ -188,6 +228,7 @@ int main(void)
 		{ classify_samples, sizeof(samples) / sizeof(samples[0]) },
 		{ local_dir_not_refused, 1 },
 		{ sshfs_refused, 1 },
+		{ sshfs_refused_fd, 1 },
 		{ bindfs_not_refused, 1 },
 		{ NULL, 0 },
 	};

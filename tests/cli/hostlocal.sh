@@ -37,6 +37,18 @@ expect 0 "--host-local locks there and runs the command" -- \
 	"$PIDLOCK" --host-local mnt/job.lock sh -c 'grep -q "^pid=" mnt/job.lock'
 [ ! -e mnt/job.lock ] || fail "--host-local: the lock file was not removed"
 
+# A shell's own descriptor (pidlock 9, as flock(1) 9) is refused the
+# same way, and holds nothing afterwards.
+bash -c "exec 9<>mnt/fd.lock || exit 90; '$PIDLOCK' -n 9 || exit 1" 2> err &&
+	fail "descriptor: locked on fuse.sshfs without --host-local"
+grep -qF -- "--host-local" err || fail "descriptor: message: $(cat err)"
+flock -n mnt/fd.lock true || fail "descriptor: a lock was kept"
+grep -q '^released=' mnt/fd.lock ||
+	fail "descriptor: the record was not marked released: $(cat mnt/fd.lock)"
+pass "a shell's descriptor is refused the same way, its record marked released"
+expect 0 "a shell's descriptor with --host-local locks there" -- \
+	bash -c "exec 9<>mnt/fd.lock || exit 90; '$PIDLOCK' -n --host-local 9 || exit 1"
+
 # The option is a locking flag: refused where nothing is locked.
 "$PIDLOCK" --status --host-local mnt/job.lock > out 2> err
 [ $? -eq 64 ] || fail "--status --host-local accepted: $(cat err)"
