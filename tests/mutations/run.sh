@@ -12,9 +12,8 @@
 #
 # Environment:
 #   MUTATIONS        ids to run (default: all in the table)
-#   MUTATION_TESTS   test programs to run (default: the library's Check
-#                    suites, the unlink race and the fault tests: every
-#                    program that an `expect:` line names a test of);
+#   MUTATION_TESTS   test programs to run (default: every Check program
+#                    of tests/ and tests/fault/, and the unlink race);
 #                    "all" for the whole `make check`.  A mutation of a
 #                    file under python/ runs the Python suite instead
 #                    (tests/python/run.sh, with the PYTHON of the
@@ -32,16 +31,17 @@ src=$(cd "$here/../.." && pwd)
 table=$here/mutations.txt
 apply="perl $here/apply.pl $table"
 jobs=$(nproc 2>/dev/null || echo 2)
-default_tests="tests/test-content tests/test-lock tests/test-wait \
-tests/test-interop tests/test-rules tests/test-guards tests/test-shared \
-tests/test-hostile \
-tests/test-content-hostile tests/test-slots tests/torture/test-unlink-race \
-tests/fault/test-fault tests/test-fd tests/test-async"
+# Every Check program (found by its cases, so that a new suite is never
+# left out), and the unlink race.
+default_tests=$(cd "$src" && for f in tests/test-*.c tests/fault/test-*.c; do
+	grep -qE 'START_TEST|tu_run_cases' "$f" && printf '%s ' "${f%.c}"
+done)tests/torture/test-unlink-race
 tests=${MUTATION_TESTS:-$default_tests}
 py_tests=tests/python/run.sh
-# The pidlock(1) scripts that the table names, for mutations of tools/.
+# The pidlock(1) scripts that the table names, for mutations of tools/
+# (a bare name: python/run.sh and distributed/run.sh are not of them).
 cli_tests=$(sed -n 's/^expect:[ 	]*//p' "$table" | tr ' \t' '\n\n' |
-	grep '\.sh$' | sort -u | sed 's,^,tests/cli/,' | tr '\n' ' ')
+	sed 's,^tests/cli/,,' | grep '^[^/]*\.sh$' | sort -u | sed 's,^,tests/cli/,' | tr '\n' ' ')
 cli_tests=${cli_tests% }
 # The scratch tree's configure takes PYTHON from the environment; without
 # one, the interpreter that this tree's own configure chose.
@@ -76,12 +76,20 @@ tests_for() {
 	case $1 in
 	python/*) [ "$tests" = all ] && echo all || echo "$py_tests" ;;
 	tools/*) [ -n "${MUTATION_TESTS:-}" ] && echo "$tests" || echo "$cli_tests" ;;
-	*) case " $2 " in
-	   *" distributed/run.sh "*) [ "$tests" = all ] && echo all ||
-		echo "$tests $dist_test" ;;
-	   *) echo "$tests" ;;
+	*) if [ "$tests" = all ]; then echo all; return; fi
+	   case " $2 " in
+	   *" distributed/run.sh "*) echo "$tests $dist_test" ;;
+	   *) echo "$tests $(own_cli "$2")" ;;
 	   esac ;;
 	esac
+}
+
+# The tests/cli scripts that expect line $1 names (a library rule that
+# pidlock(1) shows), unless MUTATION_TESTS chose the tests.
+own_cli() {
+	[ -z "${MUTATION_TESTS:-}" ] || return 0
+	echo "$1" | tr ' \t' '\n\n' | sed 's,^tests/cli/,,' |
+		grep '^[^/]*\.sh$' | sed 's,^,tests/cli/,' | tr '\n' ' '
 }
 
 # The scratch tree is configured without -Werror: a removed line may
