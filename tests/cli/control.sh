@@ -29,6 +29,12 @@ while True:
     time.sleep(1)
 PY
 
+# lines_are FILE LINE N: FILE has N lines that are LINE, counted at each
+# call (a $(...) in wait_until's arguments is counted once, at the start).
+lines_are() {
+	[ "$(grep -cx "$2" "$1" 2>/dev/null)" -eq "$3" ]
+}
+
 # --- usage -------------------------------------------------------------------
 expect 64 "--signal with an unknown signal" -- "$PIDLOCK" --signal FOO x.lock
 expect 64 "--signal 0 is refused" -- "$PIDLOCK" --signal 0 x.lock
@@ -53,9 +59,9 @@ expect 0 "--signal HUP reaches the command of a pidlock holder" -- \
 	"$PIDLOCK" --signal HUP x.lock
 wait_until grep -qx HUP got
 expect 0 "--signal SIGHUP (the SIG spelling)" -- "$PIDLOCK" --signal SIGHUP x.lock
-wait_until test "$(grep -c HUP got)" -eq 2
+wait_until lines_are got HUP 2
 expect 0 "--signal 1 (a number)" -- "$PIDLOCK" --signal 1 x.lock
-wait_until test "$(grep -c HUP got)" -eq 3
+wait_until lines_are got HUP 3
 pass "each --signal arrived"
 kill -KILL "$(cat got.cmdpid)"
 wait "$LAST"
@@ -198,7 +204,7 @@ wait_until test -s q2.cmdpid
 wait_until grep -qx HUP q1
 expect 0 "--signal with --slots 2, both held" -- \
 	"$PIDLOCK" --signal HUP --slots 2 q
-wait_until test "$(grep -c HUP q1)" -eq 2
+wait_until lines_are q1 HUP 2
 wait_until grep -qx HUP q2
 pass "every slot's holder got it"
 expect 1 "--wait-free --slots 2 -w 0.3 while held" -- \
