@@ -35,6 +35,7 @@ static int kill_children(void)
 		char path[64], buf[512], *p;
 		FILE *f;
 		int ppid;
+		char state;
 		long pid = strtol(de->d_name, &p, 10);
 
 		if (*p || pid <= 0)
@@ -46,14 +47,35 @@ static int kill_children(void)
 		p = fgets(buf, sizeof(buf), f);
 		fclose(f);
 		p = p ? strrchr(buf, ')') : NULL;
-		if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1 ||
-		    ppid != getpid())
+		/* A zombie has exited: it is ours to reap, not to kill. */
+		if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2 ||
+		    ppid != getpid() || state == 'Z' || state == 'X')
 			continue;
 		if (kill((pid_t)pid, SIGKILL) == 0)
 			n++;
 	}
 	closedir(d);
 	return n;
+}
+
+/*
+ * Reap whatever exits within 5 s, and return at once when no child is
+ * left.  CMD's own cleanup may have just killed a child (kill -9 in an
+ * EXIT trap) that is still dying when CMD's shell exits and hands it to
+ * us: that one is not a daemon left running.
+ */
+static void reap_dying(void)
+{
+	for (int i = 0; i < 500; i++) {
+		int status;
+		pid_t pid;
+
+		while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+			;
+		if (pid < 0 && errno == ECHILD)
+			return;
+		usleep(10000);
+	}
 }
 
 int main(int argc, char **argv)
@@ -86,13 +108,14 @@ int main(int argc, char **argv)
 			continue;
 		if (pid < 0)
 			break;
-		if (pid == cmd) {
-			done = true;
-			result = WIFEXITED(status) ? WEXITSTATUS(status) : 99;
-		}
-		/* CMD is done: whatever is left is a daemon it failed to
-		 * stop, which fails the test. */
-		if (done && kill_children() > 0) {
+		if (pid != cmd || done)
+			continue;
+		done = true;
+		result = WIFEXITED(status) ? WEXITSTATUS(status) : 99;
+		reap_dying();
+		/* Whatever still runs is a daemon CMD failed to stop, which
+		 * fails the test; the loop reaps it once killed. */
+		if (kill_children() > 0) {
 			fprintf(stderr, "reaper: daemons left running\n");
 			result = result ? result : 1;
 		}
