@@ -67,20 +67,19 @@ static bool locks_exclude(const struct pidlock *lock, int fd)
 }
 
 /*
- * Do the locks that fd (just locked) holds keep anybody out here?  Asked
- * once per handle, by pidlock_acquire() and pidlock_lock_fd() alike.
+ * Do the locks that fd (just locked, on inode dev/ino) holds keep anybody
+ * out here?  Asked once per handle, by pidlock_acquire() and
+ * pidlock_lock_fd() alike.
  */
-int acquire_check_fs(const struct pidlock *lock, int fd)
+int acquire_check_fs(const struct pidlock *lock, int fd, dev_t dev, ino_t ino)
 {
-	struct stat held, st;
+	struct stat st;
 	int probe, r = 0;
 
 	/* Our locks keep out this host only: another host's holder would
 	 * be let in (doc/protocol.md, "Never silently local"). */
 	if (remote_locks_local(lock, fd))
 		return -ENOLCK;
-	if (fstat(fd, &held) < 0)
-		return -errno;
 
 	probe = open(lock->set.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 				     O_CLOEXEC | O_NOCTTY);
@@ -92,7 +91,7 @@ int acquire_check_fs(const struct pidlock *lock, int fd)
 		return -errno;
 	if (fstat(probe, &st) < 0)
 		r = -errno;
-	else if (st.st_dev != held.st_dev || st.st_ino != held.st_ino)
+	else if (st.st_dev != dev || st.st_ino != ino)
 		r = -ENOTSUP;
 	else if (!locks_exclude(lock, probe))
 		r = -ENOLCK;
@@ -310,7 +309,8 @@ int acquire_end(struct pidlock *lock, struct watch *w, int r)
 {
 	keep_or_close_watch(lock, w, r);
 	if (r == 0 && !lock->cache.fs_checked) {
-		r = acquire_check_fs(lock, lock->hold.fd);
+		r = acquire_check_fs(lock, lock->hold.fd, lock->hold.dev,
+				     lock->hold.ino);
 		/* Our new file is gone from the path already: taken away by
 		 * somebody our locks did not keep out (a spec-only peer, or a
 		 * "holder" on a file system whose locks exclude nobody).  The

@@ -177,11 +177,15 @@ static int mark_released(struct pidlock *lock, int fd);
  */
 static int check_fs_once(struct pidlock *lock, int fd)
 {
+	struct stat st;
 	int r;
 
 	if (lock->cache.fs_checked)
 		return TRY_HELD_BY_US;
-	r = acquire_check_fs(lock, fd);
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else
+		r = acquire_check_fs(lock, fd, st.st_dev, st.st_ino);
 	if (r == 0) {
 		lock->cache.fs_checked = true;
 		return TRY_HELD_BY_US;

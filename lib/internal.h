@@ -66,7 +66,6 @@ struct pidlock {
 		pid_t writer;	/* pid this handle last wrote into the file */
 		unsigned long gen;	/* fork generation when the
 					 * acquire began */
-		size_t written;	/* bytes of content last written */
 		bool keep;	/* release leaves the inode at the path */
 		pid_t fd_pid;	/* pidlock_lock_fd(): the pid its record
 				 * names, and the file is kept; else 0 */
@@ -262,7 +261,8 @@ int create_publish(struct pidlock *lock);
 int acquire_begin(struct pidlock *lock);
 int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 		 int *fdp, bool *busyp);
-int acquire_check_fs(const struct pidlock *lock, int fd);
+int acquire_check_fs(const struct pidlock *lock, int fd, dev_t dev,
+		     ino_t ino);
 int acquire_arm(struct pidlock *lock, struct watch *w, int *fdp);
 void acquire_check_kept(struct pidlock *lock, struct watch *w, int *fdp);
 int acquire_end(struct pidlock *lock, struct watch *w, int r);

@@ -141,7 +141,6 @@ int io_write_record(struct pidlock *lock, int fd, pid_t pid, bool keep,
 	if (r < 0)
 		return r;
 	lock->hold.writer = pid;
-	lock->hold.written = len;
 	lock->hold.keep = keep;
 	return 0;
 }
