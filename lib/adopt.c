@@ -276,7 +276,8 @@ static int mark_released(struct pidlock *lock, int fd)
 		return r < 0 ? r : -ESTALE;
 	if (st.st_nlink != 1)
 		return -EMLINK;
-	n = io_read_bounded(fd, buf, sizeof(buf));
+	/* A holder of another kind may be writing beside us. */
+	n = io_read_settled(fd, buf, sizeof(buf), &st);
 	if (n < 0)
 		return (int)n;
 	if (!content_is_lock_file(buf, (size_t)n, (int64_t)st.st_size))

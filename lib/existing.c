@@ -365,6 +365,43 @@ static int others_hold(struct pidlock *lock, int fd, const struct content *c,
 	return TRY_BUSY;
 }
 
+/*
+ * The content is no lock file's; is a holder writing its record right
+ * now (io_read_settled())?  Ours write only under a kernel lock: a
+ * holder of a kind we did not take, or, beside a shared acquirer, a
+ * co-holder.  The first keeps us out anyway: busy, and judged again
+ * once it lets go.  Co-holders cannot all be seen (flock(2) has no
+ * query): read again for a while.  With nobody there, nobody can be
+ * writing, and the file is somebody's data.
+ */
+static int unreadable(struct pidlock *lock, int fd, struct stat *st,
+		      struct content *c)
+{
+	char buf[CONTENT_READ_MAX];
+	unsigned int busy = 0;
+	ssize_t n;
+	int r = klock_test_others(fd, lock->set.kinds, lock->set.shared,
+				  &busy);
+
+	if (r < 0)
+		return r;
+	if (busy) {
+		/* What we read may be half of its record: name none. */
+		content_parse("", 0, c);
+		note_holder(lock, PIDLOCK_STATE_HELD, busy, c, st);
+		return TRY_BUSY;
+	}
+	if (!lock->set.shared)
+		return -EBADMSG;
+	n = io_read_settled(fd, buf, sizeof(buf), st);
+	if (n < 0)
+		return (int)n;
+	if (!content_is_lock_file(buf, (size_t)n, (int64_t)st->st_size))
+		return -EBADMSG;
+	content_parse(buf, (size_t)n, c);
+	return 0;
+}
+
 /* We hold our kernel locks on the file at the path: whose is it? */
 static int decide(struct pidlock *lock, int fd, struct stat *st,
 		  int64_t deadline)
@@ -382,7 +419,9 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 	if (r == 0 && st->st_nlink != 1)
 		r = repair_links(lock, fd, &c, st);
 	if (r == 0 && !lock_file)
-		r = -EBADMSG;
+		r = unreadable(lock, fd, st, &c);
+	if (r == TRY_BUSY)
+		return r;
 	/* Rule C: incomplete content waits out the grace, then is ours;
 	 * at once if no other description is open, as a writer's is. */
 	if (r == 0 && incomplete(&c)) {

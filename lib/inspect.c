@@ -259,6 +259,13 @@ int inspect_fd(int fd, struct stat *st, struct pidlock_info *info,
 	if (n < 0)
 		return unreadable(info, st, (int)-n);
 	kernel_locks(fd, st, &kv, readings);
+	/* A holder may be writing its record as we read, unlocked: half
+	 * of it is no lock file's (io_read_settled()). */
+	if (kv.kinds &&
+	    !content_is_lock_file(buf, (size_t)n, (int64_t)st->st_size))
+		n = io_read_settled(fd, buf, sizeof(buf), st);
+	if (n < 0)
+		return unreadable(info, st, (int)-n);
 	content_parse(buf, (size_t)n, &c);
 	win = kv.kinds ? NO_WINDOW : writer_window(fd, &c, st);
 	if (win == READ_AGAIN && fstat(fd, st) == 0 &&
@@ -365,7 +372,8 @@ static int record_host(const char *path, char *host, size_t size)
 	fd = inspect_open(path, &st);
 	if (fd < 0)
 		return fd;
-	n = io_read_bounded(fd, buf, sizeof(buf));
+	/* Unlocked: a holder may be writing as we read. */
+	n = io_read_settled(fd, buf, sizeof(buf), &st);
 	io_close_keep_errno(fd);
 	if (n < 0)
 		return (int)n;

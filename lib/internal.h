@@ -218,6 +218,7 @@ int host_pid_alive(const struct content *c, pid_t pid);
 /* io.c */
 int io_rc_filter(int r);
 ssize_t io_read_bounded(int fd, char *buf, size_t size);
+ssize_t io_read_settled(int fd, char *buf, size_t size, struct stat *st);
 int io_write_content(int fd, const char *buf, size_t len, size_t old_len,
 		     bool sync);
 int io_write_record(struct pidlock *lock, int fd, pid_t pid, bool keep,

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -52,6 +53,39 @@ ssize_t io_read_bounded(int fd, char *buf, size_t size)
 		n = pread(fd, buf, size, 0);
 	while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : n;
+}
+
+/*
+ * A record is written with one pwrite(2), but the kernel copies it into
+ * the page cache while a reader may be copying out: the reader can see
+ * the new record's start on the old one's end.  The torture saw such a
+ * mix stay for milliseconds, when the writer's CPU was taken away in
+ * the middle of the copy.  Our writers write only while they hold a
+ * kernel lock, so a caller that knows of a holder reads again, with
+ * growing pauses, until the content is a lock file's or SETTLE_MS have
+ * passed.  *st is the file as of the last read.
+ */
+#define SETTLE_MS 64
+
+ssize_t io_read_settled(int fd, char *buf, size_t size, struct stat *st)
+{
+	ssize_t n = io_read_bounded(fd, buf, size);
+	long pause_ms = 1, slept = 0;
+
+	while (n >= 0 && !content_is_lock_file(buf, (size_t)n,
+					       (int64_t)st->st_size) &&
+	       slept < SETTLE_MS) {
+		struct timespec ts = { 0, pause_ms * 1000000L };
+
+		/* EINTR: a shorter pause, and one more look. */
+		(void)nanosleep(&ts, NULL);
+		slept += pause_ms;
+		pause_ms *= 2;
+		if (fstat(fd, st) < 0)
+			return -errno;
+		n = io_read_bounded(fd, buf, size);
+	}
+	return n;
 }
 
 static int pwrite_all(int fd, const char *buf, size_t len)

@@ -52,6 +52,8 @@ static struct {
 	int nowatch;
 	fault_hook created;	/* once, after an O_EXCL create */
 	fault_fd_hook closing;	/* once, before close(closing_fd) */
+	fault_fd_hook shortened;	/* once, after a shortened write */
+	size_t short_len;	/* what a shortened write writes; 0: half */
 	int closing_fd;
 	char path[4096];	/* path argument of the failed call, if any */
 	bool open_hooked;	/* FAULT_BEFORE_PIDFD_OPEN has run */
@@ -305,6 +307,34 @@ EXPORT int __openat_2(int dfd, const char *path, int flags)
 }
 #endif
 
+EXPORT void fault_after_short(fault_fd_hook fn)
+{
+	st.shortened = fn;
+}
+
+EXPORT void fault_short_len(size_t len)
+{
+	st.short_len = len;
+}
+
+static size_t short_of(size_t n)
+{
+	return st.short_len && st.short_len < n ? st.short_len : n / 2;
+}
+
+/* The half of a shortened write is in the file, the rest not yet. */
+static ssize_t after_short(int fd, ssize_t written)
+{
+	fault_fd_hook fn = st.shortened;
+	int saved = errno;
+
+	st.shortened = NULL;
+	if (fn)
+		fn(fd);
+	errno = saved;
+	return written;
+}
+
 EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
 	REAL(ssize_t, write, (int, const void *, size_t));
@@ -312,7 +342,9 @@ EXPORT ssize_t write(int fd, const void *buf, size_t n)
 
 	if (inject(FAULT_WRITE, &shorten) && !shorten)
 		return -1;
-	return real_write(fd, buf, shorten && n > 1 ? n / 2 : n);
+	if (shorten && n > 1)
+		return after_short(fd, real_write(fd, buf, short_of(n)));
+	return real_write(fd, buf, n);
 }
 
 #define PWRITE_WRAPPER(name) \
@@ -322,7 +354,9 @@ EXPORT ssize_t name(int fd, const void *buf, size_t n, off_t off) \
 	bool shorten = false; \
 	if (inject(FAULT_PWRITE, &shorten) && !shorten) \
 		return -1; \
-	return real_##name(fd, buf, shorten && n > 1 ? n / 2 : n, off); \
+	if (shorten && n > 1) \
+		return after_short(fd, real_##name(fd, buf, short_of(n), off)); \
+	return real_##name(fd, buf, n, off); \
 }
 
 PWRITE_WRAPPER(pwrite)

@@ -3,6 +3,8 @@
 #ifndef FAULTSHIM_H
 #define FAULTSHIM_H
 
+#include <stddef.h>
+
 /* Families of calls; a fault counts every member of its family. */
 enum fault_fn {
 	FAULT_OPEN,		/* open, open64, __open_2 */
@@ -44,5 +46,10 @@ void fault_after_create(fault_hook fn);
 /* fn(fd) runs once, right before the next close(2) of fd. */
 typedef void (*fault_fd_hook)(int fd);
 void fault_before_close(int fd, fault_fd_hook fn);
+/* fn(fd) runs once, right after the next write or pwrite that the shim
+ * shortened (FAULT_SHORT): half of it is in the file, the rest is not. */
+void fault_after_short(fault_fd_hook fn);
+/* A shortened write writes len bytes (0, the default: half of it). */
+void fault_short_len(size_t len);
 
 #endif

@@ -500,6 +500,167 @@ START_TEST(test_in_place_other_kind)
 END_TEST
 
 /*
+ * Torn records.  A holder rewrites a kept file's record in place with
+ * one pwrite(2), and a reader that holds no lock, or not the writer's,
+ * can copy it out half done: the torture saw that for milliseconds.
+ * Here the shim stops the writer's pwrite after the cut, where the new
+ * record's first lines lie on the planted record's tag: the file then
+ * holds a line with no "=", no lock file's.  A reader forked there
+ * must wait for the rest, not call the file somebody's data.
+ */
+enum torn_reader {
+	TORN_INSPECT,		/* pidlock_inspect(): held */
+	TORN_OTHER_KIND,	/* an OFD-only try: busy */
+	TORN_SLOT,		/* a semaphore's look at its slot: busy */
+	TORN_SHARED,		/* a shared co-holder's join: joined */
+	TORN_N
+};
+
+static const char *torn_name(enum torn_reader r)
+{
+	static const char *const names[TORN_N] = {
+		"inspect", "other-kind try", "slot look", "shared join",
+	};
+
+	return r < TORN_N ? names[r] : "?";
+}
+
+static struct {
+	enum torn_reader reader;
+	const char *path;
+	size_t cut;
+	struct tu_child child;
+	bool seen;
+} torn;
+
+static int torn_read(void)
+{
+	struct pidlock_info info;
+	struct pidlock *l = NULL;
+	struct pidlock_slots *s = NULL;
+	char sem[4300];
+	int r = -1;
+
+	switch (torn.reader) {
+	case TORN_INSPECT:
+		r = pidlock_inspect(torn.path, &info, 0);
+		return r < 0 ? r : info.state == PIDLOCK_STATE_HELD ? 0 : 1000 + (int)info.state;
+	case TORN_OTHER_KIND:
+		if (pidlock_new(&l, torn.path, PIDLOCK_OFD_ONLY | PIDLOCK_KEEP_FILE) == 0)
+			r = pidlock_acquire(l, 0);
+		pidlock_free(l);
+		return r == -EWOULDBLOCK ? 0 : r;
+	case TORN_SLOT:
+		tu_fmt(sem, sizeof(sem), "%s/sem", dir);
+		if (pidlock_slots_new(&s, sem, 1, 0) == 0)
+			r = pidlock_slots_acquire(s, 0);
+		pidlock_slots_free(s);
+		return r == -EWOULDBLOCK ? 0 : r;
+	case TORN_SHARED:
+		if (pidlock_new(&l, torn.path, PIDLOCK_SHARED | PIDLOCK_FLOCK_ONLY |
+						PIDLOCK_KEEP_FILE) == 0)
+			r = pidlock_acquire(l, 0);
+		if (r == 0)
+			r = pidlock_release(l);
+		pidlock_free(l);
+		return r;
+	case TORN_N:
+		break;
+	}
+	return -EINVAL;
+}
+
+/* In the writer's pwrite, after the cut: the reader looks now, and the
+ * rest is written 20 ms after it began. */
+static void torn_in_file(int fd)
+{
+	char buf[1024];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	struct stat at_fd, at_path;
+
+	buf[n > 0 ? n : 0] = '\0';
+	ck_assert_int_eq(fstat(fd, &at_fd), 0);
+	ck_assert_int_eq(stat(torn.path, &at_path), 0);
+	ck_assert_msg(at_fd.st_ino == at_path.st_ino,
+		      "the shortened write was not the take-over's");
+	ck_assert_int_gt(n, (ssize_t)torn.cut);
+	ck_assert_msg(buf[torn.cut - 1] == '\n' && buf[torn.cut] == 'a',
+		      "not cut where planned (%zu): %s", torn.cut, buf);
+	torn.seen = true;
+	if (tu_fork(&torn.child) == 0) {
+		int r;
+
+		tu_signal(&torn.child, 'R');
+		r = torn_read();
+		if (r != 0)
+			fprintf(stderr, "%s: %d (%s)\n", torn_name(torn.reader),
+				r, r < 0 ? strerror(-r) : "state");
+		_exit(r == 0 ? 0 : 3);
+	}
+	ck_assert_int_eq(tu_wait_signal(&torn.child), 'R');
+	usleep(20000);
+}
+
+/* A dead holder's record whose tag comes first and is long: any cut
+ * of ours after our timestamp line falls inside it. */
+static void plant_tag_first(const char *p)
+{
+	char rec[400], tag[201];
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int len;
+
+	memset(tag, 'a', sizeof(tag) - 1);
+	tag[sizeof(tag) - 1] = '\0';
+	len = snprintf(rec, sizeof(rec),
+		       "tag=%s\npid=999999\ntimestamp=1000000000\nlock=flock\nkeep=1\n",
+		       tag);
+	ck_assert_msg(fd >= 0, "%s: %s", p, strerror(errno));
+	ck_assert(write(fd, rec, (size_t)len) == len);
+	close(fd);
+}
+
+START_TEST(torn_record_read_again)
+{
+	unsigned int flags = PIDLOCK_FLOCK_ONLY | PIDLOCK_KEEP_FILE |
+			     PIDLOCK_NO_SYNC;
+	char slot[4300], head[64];
+	struct pidlock *lock;
+	struct pidlock_info info;
+
+	fresh_dir();
+	torn.reader = (enum torn_reader)_i;
+	tu_fmt(slot, sizeof(slot), "%s/sem.0", dir);
+	torn.path = torn.reader == TORN_SLOT ? slot : path;
+	if (torn.reader == TORN_SHARED)
+		flags |= PIDLOCK_SHARED;
+	plant_tag_first(torn.path);
+	ck_assert_int_eq(pidlock_inspect(torn.path, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_ABANDONED);
+	/* "pid=P\ntimestamp=" and ten digits and a newline. */
+	torn.cut = (size_t)snprintf(head, sizeof(head), "pid=%d\ntimestamp=",
+				    (int)getpid()) + 11;
+	torn.seen = false;
+	ck_assert_int_eq(pidlock_new(&lock, torn.path, flags), 0);
+	fault_short_len(torn.cut);
+	fault_after_short(torn_in_file);
+	/* The first write is the create's, of a temp file that the path
+	 * refuses; the second, the take-over's in place. */
+	fault_arm(FAULT_PWRITE, 2, FAULT_SHORT);
+	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
+	fault_disarm();
+	fault_after_short(NULL);
+	fault_short_len(0);
+	ck_assert_msg(torn.seen, "the record was written in one piece");
+	ck_assert_msg(tu_join(&torn.child) == 0,
+		      "%s saw the half-written record as no lock file",
+		      torn_name(torn.reader));
+	ck_assert_int_eq(pidlock_verify(lock), 0);
+	ck_assert_int_eq(pidlock_release(lock), 0);
+	pidlock_free(lock);
+}
+END_TEST
+
+/*
  * A file system without flock(2): the lock cannot be taken there, and
  * the answer is -ENOLCK, the code pidlock_acquire(3) gives for a lock
  * the file system does not support, not -EIO; nothing is left behind,
@@ -693,6 +854,7 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc, test_in_place_window);
 	tcase_add_test(tc, test_in_place_other_kind);
 	tcase_add_test(tc, test_no_flock);
+	tcase_add_loop_test(tc, torn_record_read_again, 0, TORN_N);
 	tcase_add_test(tc, fork_waits_for_release_close);
 	tcase_add_test(tc, release_sees_fork_under_way);
 	tcase_add_test(tc, test_create);
