@@ -77,6 +77,8 @@ struct opts {
 	const char *retry;	/* --retry SCHEDULE, as given */
 	struct stop_step steps[STOP_STEPS_MAX];	/* --stop: what to do */
 	int nsteps;
+	int repeat_from;	/* --retry's forever: the step after the
+				 * last goes back to; -1: the schedule ends */
 };
 
 /* options.c: 0 run with *o; 1 done (--help, --version); -code: exit. */

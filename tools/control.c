@@ -372,6 +372,14 @@ static int run_step(const struct opts *o, const struct target *t,
 	return fail_path(t[bad].path, -r);
 }
 
+/* The step after step i: --retry's forever goes back to its mark. */
+static int next_step(const struct opts *o, int i)
+{
+	if (i + 1 == o->nsteps && o->repeat_from >= 0)
+		return o->repeat_from;
+	return i + 1;
+}
+
 /* Are all the holders signalled gone?  Then another holds it now. */
 static bool holders_gone(const struct target *t, unsigned int n)
 {
@@ -401,7 +409,8 @@ int cmd_stop(const struct opts *o)
 		warn_file(o->files[0], "already free; nothing was sent");
 	if (code == 0 && held) {
 		code = 1;
-		for (int i = 0; code == 1 && i < o->nsteps; i++)
+		for (int i = 0; code == 1 && i < o->nsteps;
+		     i = next_step(o, i))
 			code = run_step(o, t, n, &o->steps[i]);
 		if (code == 0)
 			say_free(o, start, "free");

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,7 +135,8 @@ struct optdef {
 "     --stop LOCKFILE          send TERM (or --signal SIG), wait until free;\n" \
 "                              -w SECONDS: at most that long (default: no limit)\n" \
 "     --retry SCHEDULE         with --stop: SIG/SECONDS/SIG/SECONDS..., such as\n" \
-"                              TERM/5/KILL/2; a lone T means SIG/T/KILL/T\n" \
+"                              TERM/5/KILL/2; a lone T means SIG/T/KILL/T;\n" \
+"                              'forever' marks where it starts again\n" \
 "     --wait-free LOCKFILE     wait until nobody holds it, without taking it\n" \
 "                              (-w SECONDS: at most that long)\n" \
 "     --slots N                with these: every slot, LOCKFILE.0 to .N-1\n" \
@@ -742,28 +744,53 @@ static int schedule_item(const char *s, size_t len, struct stop_step *step)
 	return step->sig > 0 ? 0 : -1;
 }
 
-/* The items of s into steps; how many, or -1 (said why). */
-static int schedule_steps(const char *s, struct stop_step *steps)
+/* "forever" at p (len bytes): start-stop-daemon's mark, after which the
+ * schedule repeats once it ends.  Once only, and not last. */
+static int forever_item(const char *s, const char *p, size_t len, int n,
+			int *repeat_from)
+{
+	if (len != 7 || strncmp(p, "forever", 7) != 0)
+		return 0;
+	if (*repeat_from >= 0) {
+		warn_msg("--retry '%s': 'forever' more than once", s);
+		return -1;
+	}
+	if (!p[len]) {
+		warn_msg("--retry '%s': 'forever' last, with nothing after it "
+			 "to repeat", s);
+		return -1;
+	}
+	*repeat_from = n;
+	return 1;
+}
+
+/* The items of s into steps, and *repeat_from (-1: no forever); how
+ * many steps, or -1 (said why). */
+static int schedule_steps(const char *s, struct stop_step *steps,
+			  int *repeat_from)
 {
 	int n = 0;
 
-	for (const char *p = s;; n++) {
+	*repeat_from = -1;
+	for (const char *p = s;; p += strcspn(p, "/") + 1) {
 		size_t len = strcspn(p, "/");
+		int r = forever_item(s, p, len, n, repeat_from);
 
-		if (n == STOP_STEPS_MAX) {
+		if (r < 0)
+			return -1;
+		if (r == 0 && n == STOP_STEPS_MAX) {
 			warn_msg("--retry '%s': more than %d items", s,
 				 STOP_STEPS_MAX);
 			return -1;
 		}
-		if (schedule_item(p, len, &steps[n]) < 0) {
+		if (r == 0 && schedule_item(p, len, &steps[n++]) < 0) {
 			warn_msg("--retry '%s': '%.*s' is neither a timeout in "
-				 "seconds nor a signal such as TERM or -9", s,
-				 (int)len, p);
+				 "seconds, a signal such as TERM or -9, nor "
+				 "'forever'", s, (int)len, p);
 			return -1;
 		}
 		if (!p[len])
-			return n + 1;
-		p += len + 1;
+			return n;
 	}
 }
 
@@ -772,15 +799,23 @@ static int schedule_steps(const char *s, struct stop_step *steps)
 static int check_schedule(const char *s)
 {
 	struct stop_step steps[STOP_STEPS_MAX];
-	int n = schedule_steps(s, steps);
+	int from, n = schedule_steps(s, steps, &from);
+	int64_t waits = 0;
 
 	if (n < 0)
 		return -1;
-	if (n == 1 && steps[0].sig == 0)
+	if (n == 1 && steps[0].sig == 0 && from < 0)
 		return 0;
 	if (n < 2 || steps[n - 1].sig != 0) {
 		warn_msg("--retry '%s': a schedule ends with a timeout, the wait "
 			 "after its last signal, such as TERM/5/KILL/2", s);
+		return -1;
+	}
+	for (int i = from; i >= 0 && i < n; i++)
+		waits += steps[i].ms;
+	if (from >= 0 && waits == 0) {
+		warn_msg("--retry '%s': what 'forever' repeats waits 0 seconds: "
+			 "it would send signals without a pause", s);
 		return -1;
 	}
 	return 0;
@@ -795,13 +830,14 @@ static int make_steps(struct opts *o)
 {
 	int sig = o->signal_set ? o->signal : SIGTERM;
 
+	o->repeat_from = -1;
 	if (!o->retry) {
 		o->steps[0] = (struct stop_step){ sig, 0 };
 		o->steps[1] = (struct stop_step){ 0, o->timeout_ms };
 		o->nsteps = 2;
 		return 0;
 	}
-	o->nsteps = schedule_steps(o->retry, o->steps);
+	o->nsteps = schedule_steps(o->retry, o->steps, &o->repeat_from);
 	if (o->nsteps == 1) {
 		int ms = o->steps[0].ms;
 

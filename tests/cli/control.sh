@@ -10,15 +10,18 @@ cd "$T" || exit 99
 command -v flock >/dev/null || fail "flock is not installed"
 
 # A holder that writes each TERM and HUP it gets to FILE and goes on,
-# unless EXIT=1 says to exit after the first.  Python's handlers, which never
+# unless EXIT=N says to exit after the Nth.  Python's handlers, which never
 # lose a signal that arrives while one runs.
 cat > catcher.py <<'PY'
 import os, signal, sys, time
 out = sys.argv[1]
+got = 0
 def note(sig, frame):
+    global got
+    got += 1
     with open(out, "a") as f:
         f.write(signal.Signals(sig).name[3:] + "\n")
-    if os.environ.get("EXIT") == "1":
+    if got >= int(os.environ.get("EXIT", "0") or 0) > 0:
         sys.exit(0)
 for s in (signal.SIGTERM, signal.SIGHUP):
     signal.signal(s, note)
@@ -46,6 +49,11 @@ expect 64 "-w and --retry together" -- "$PIDLOCK" --stop -w 1 --retry 5 x.lock
 expect 64 "--signal and a schedule of signals" -- \
 	"$PIDLOCK" --stop --signal HUP --retry TERM/1/KILL/1 x.lock
 expect 64 "--retry without --stop" -- "$PIDLOCK" --retry 5 --wait-free x.lock
+expect 64 "--retry with forever twice" -- \
+	"$PIDLOCK" --stop --retry TERM/forever/1/forever/KILL/1 x.lock
+expect 64 "--retry with forever last" -- "$PIDLOCK" --stop --retry TERM/1/forever x.lock
+expect 64 "--retry whose forever part waits 0 s" -- \
+	"$PIDLOCK" --stop --retry TERM/1/forever/HUP/0 x.lock
 expect 64 "--stop with two lock files" -- "$PIDLOCK" --stop a.lock b.lock
 expect 64 "--stop and --wait-free together" -- "$PIDLOCK" --stop --wait-free x.lock
 
@@ -93,6 +101,20 @@ wait "$pl"
 rc=$?
 [ $rc -eq 137 ] || fail "the holder exited $rc, not by SIGKILL"
 pass "the holder died of SIGKILL"
+
+# forever: the steps after it again and again, until the lock is free.
+# The holder notes HUP and two TERMs and exits on the third; a schedule that
+# ended would have given up after one TERM (exit 1).
+EXIT=4 start_bg -F x.lock "$PYTHON" catcher.py again
+wait_until test -s again.cmdpid
+expect 0 "--stop --retry HUP/0.1/forever/TERM/0.3 repeats TERM until free" -- \
+	"$PIDLOCK" --stop --retry HUP/0.1/forever/TERM/0.3 x.lock
+status_is x.lock 0 || fail "--stop exited 0, the lock is not free"
+[ "$(grep -cx HUP again)" -eq 1 ] || fail "HUP before forever was repeated: $(cat again)"
+[ "$(grep -cx TERM again)" -ge 3 ] || fail "TERM was not repeated: $(cat again)"
+pass "the part after forever was repeated, the part before it was not"
+wait "$LAST" 2>/dev/null
+rm -f again again.cmdpid
 
 # A holder that stops on TERM; --signal picks the signal of --stop.
 EXIT=1 start_bg x.lock "$PYTHON" catcher.py got2
