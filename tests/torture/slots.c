@@ -70,11 +70,11 @@ __attribute__((noreturn)) static void die(const char *what)
 	exit(99);
 }
 
-/* "E inst slot", "L inst slot", "K inst 0", "F inst errno". */
-static void journal(int fd, char op, long a, long b)
+/* "E inst slot", "L inst slot", "K inst 0", "F inst errno call". */
+static void journal_call(int fd, char op, long a, long b, const char *call)
 {
 	char buf[JOURNAL_REC + 1];
-	int n = snprintf(buf, sizeof(buf), "%c %ld %ld", op, a, b);
+	int n = snprintf(buf, sizeof(buf), "%c %ld %ld %s", op, a, b, call);
 
 	if (n < 0 || n >= JOURNAL_REC)
 		n = JOURNAL_REC - 1;
@@ -82,6 +82,11 @@ static void journal(int fd, char op, long a, long b)
 	buf[JOURNAL_REC - 1] = '\n';
 	if (write(fd, buf, JOURNAL_REC) != JOURNAL_REC)
 		_exit(98);
+}
+
+static void journal(int fd, char op, long a, long b)
+{
+	journal_call(fd, op, a, b, "-");
 }
 
 static int journal_fd(void)
@@ -142,7 +147,7 @@ __attribute__((noreturn)) static void lib_participant(enum kind k, long inst,
 	int r = pidlock_slots_new(&s, sem_path, cfg.n, lib_flags(k));
 
 	if (r < 0) {
-		journal(fd, 'F', inst, -r);
+		journal_call(fd, 'F', inst, -r, "slots_new");
 		_exit(1);
 	}
 	while (!*stop_flag) {
@@ -153,13 +158,14 @@ __attribute__((noreturn)) static void lib_participant(enum kind k, long inst,
 			continue;
 		}
 		if (slot < 0 || pidlock_slots_slot(s) != slot) {
-			journal(fd, 'F', inst, slot < 0 ? -slot : 0);
+			journal_call(fd, 'F', inst, slot < 0 ? -slot : 0,
+				     slot < 0 ? "acquire" : "slot");
 			_exit(1);
 		}
 		critical(fd, inst, slot);
 		r = pidlock_slots_release(s);
 		if (r < 0) {
-			journal(fd, 'F', inst, -r);
+			journal_call(fd, 'F', inst, -r, "release");
 			_exit(1);
 		}
 	}
@@ -191,7 +197,7 @@ __attribute__((noreturn)) static void cli_participant(long inst, int fd)
 			die("waitpid");
 		if (!WIFEXITED(st) ||
 		    (WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 75)) {
-			journal(fd, 'F', inst, 1000 + st);
+			journal_call(fd, 'F', inst, 1000 + st, "pidlock(1)");
 			_exit(1);
 		}
 	}
@@ -204,7 +210,7 @@ static int cs_main(long inst)
 	int fd = journal_fd();
 
 	if (!v || !*v) {
-		journal(fd, 'F', inst, 2000);
+		journal_call(fd, 'F', inst, 2000, "PIDLOCK_SLOT");
 		return 1;
 	}
 	srandom((unsigned int)getpid());
@@ -313,15 +319,16 @@ static void check_journal(struct verdict *v)
 	if (!f)
 		die("journal");
 	while (fgets(rec, sizeof(rec), f)) {
-		char op;
+		char op, call[16] = "?";
 		long inst, slot;
 
-		if (sscanf(rec, "%c %ld %ld", &op, &inst, &slot) != 3 ||
+		if (sscanf(rec, "%c %ld %ld %15s", &op, &inst, &slot, call) < 3 ||
 		    inst <= 0 || inst >= (long)sizeof(killed))
 			continue;
 		if (op == 'F') {
-			fprintf(stderr, "FAILURE: %s %ld: error %ld\n",
-				kind_names[inst_kind[inst]], inst, slot);
+			fprintf(stderr, "FAILURE: %s %ld: %s: error %ld (%s)\n",
+				kind_names[inst_kind[inst]], inst, call, slot,
+				slot < 1000 ? strerror((int)slot) : "a status");
 			v->failures++;
 		} else if (op == 'K') {
 			v->kills++;
