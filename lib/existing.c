@@ -378,19 +378,14 @@ static int unreadable(struct pidlock *lock, int fd, struct stat *st,
 		      struct content *c)
 {
 	char buf[CONTENT_READ_MAX];
-	unsigned int busy = 0;
 	ssize_t n;
-	int r = klock_test_others(fd, lock->set.kinds, lock->set.shared,
-				  &busy);
+	int r;
 
-	if (r < 0)
+	/* What we read may be half of its record: name none. */
+	content_parse("", 0, c);
+	r = others_hold(lock, fd, c, st);
+	if (r != 0)
 		return r;
-	if (busy) {
-		/* What we read may be half of its record: name none. */
-		content_parse("", 0, c);
-		note_holder(lock, PIDLOCK_STATE_HELD, busy, c, st);
-		return TRY_BUSY;
-	}
 	if (!lock->set.shared)
 		return -EBADMSG;
 	n = io_read_settled(fd, buf, sizeof(buf), st);

@@ -52,19 +52,16 @@ static bool fcntl_locked(int fd)
  * to its try, which judges under its locks; one that is not (free, or
  * held by flock(2) alone, which has no query) is read again a while.
  */
-static int check_content(int fd, struct stat *st, struct slot_look *look)
+static int check_content(int fd, struct stat *st, bool locked)
 {
 	char buf[CONTENT_READ_MAX + 1];
 	ssize_t n = io_read_bounded(fd, buf, sizeof(buf));
 
 	if (n < 0)
 		return (int)n;
-	if (content_is_lock_file(buf, (size_t)n, (int64_t)st->st_size))
+	if (locked ||
+	    content_is_lock_file(buf, (size_t)n, (int64_t)st->st_size))
 		return 0;
-	if (fcntl_locked(fd)) {
-		look->state = SLOT_LOCKED;
-		return 0;
-	}
 	n = io_read_settled(fd, buf, sizeof(buf), st);
 	if (n < 0)
 		return (int)n;
@@ -104,8 +101,10 @@ int slots_look(const char *path, struct slot_look *look)
 	} else if (fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
 		r = 0;		/* replaced meanwhile: the try decides */
 	} else {
-		r = check_content(fd, &fst, look);
-		if (r == 0 && look->state != SLOT_LOCKED && fcntl_locked(fd))
+		bool locked = fcntl_locked(fd);
+
+		r = check_content(fd, &fst, locked);
+		if (r == 0 && locked)
 			look->state = SLOT_LOCKED;
 	}
 	io_close_keep_errno(fd);

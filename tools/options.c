@@ -769,10 +769,11 @@ static int forever_item(const char *s, const char *p, size_t len, int n,
 static int schedule_steps(const char *s, struct stop_step *steps,
 			  int *repeat_from)
 {
+	const char *p = s;
 	int n = 0;
 
 	*repeat_from = -1;
-	for (const char *p = s;; p += strcspn(p, "/") + 1) {
+	for (;;) {
 		size_t len = strcspn(p, "/");
 		int r = forever_item(s, p, len, n, repeat_from);
 
@@ -791,6 +792,7 @@ static int schedule_steps(const char *s, struct stop_step *steps,
 		}
 		if (!p[len])
 			return n;
+		p += len + 1;
 	}
 }
 
