@@ -443,7 +443,7 @@ START_TEST(dotlockfile_holder_excludes)
 	struct pidlock *l = tu_new(path, 0);
 	struct pidlock_info info;
 	char want[32], *before;
-	pid_t holder = dotlockfile("-p", "-r", "0", path, "sleep", "2", (char *)NULL);
+	pid_t holder = dotlockfile("-p", "-r", "0", path, "sleep", "4", (char *)NULL);
 	long t0 = tu_ms();
 
 	snprintf(want, sizeof(want), "%ld\n", (long)holder);
@@ -451,7 +451,11 @@ START_TEST(dotlockfile_holder_excludes)
 		ck_assert_msg(tu_ms() - t0 < 10000, "no dotlock after 10 s");
 		tu_msleep(5);
 	}
-	tu_msleep(250);		/* past rule C's grace */
+	/* Past rule C's grace, and past a FUSE mount's attribute cache
+	 * (1 s on bindfs), which may still show the file as it was before
+	 * dotlockfile unlinked its temp name: the snapshot would take a
+	 * refresh of it for our change. */
+	tu_msleep(1200);
 	before = tu_snapshot(path);
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	ck_assert_int_eq(pidlock_holder(l, &info), 0);
