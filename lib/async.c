@@ -16,44 +16,6 @@
  * whose holder keeps changing under that try ends the call anyway. */
 #define ARM_ROUNDS 8
 
-/*
- * A wait begun before a fork(2) is the parent's: the child's kept
- * descriptor is a copy of the parent's, on one open file description,
- * and a lock taken through either copy would be held by both processes
- * at once.  So the child gives its copies up and begins a wait of its
- * own (async_step()).  The inotify instance is shared as well: the
- * child only closes its copy, as removing a watch would remove it from
- * the parent's wait.  A waiter holds no kernel lock on the kept
- * descriptor (acquire.c), so closing a copy takes nothing from the
- * parent.  The pid, not the fork generation, tells the child: parent
- * and child count the same fork alike.
- */
-static bool inherited(const struct pidlock *lock)
-{
-	return lock->wait.on && lock->wait.pid != self_pid();
-}
-
-static void drop_copies(struct pidlock *lock)
-{
-	if (lock->wait.fd >= 0)
-		io_close_keep_errno(lock->wait.fd);
-	lock->wait.fd = -1;
-	wait_close(&lock->wait.w);
-}
-
-void async_cancel(struct pidlock *lock)
-{
-	if (!lock || !lock->wait.on)
-		return;
-	if (inherited(lock)) {
-		drop_copies(lock);
-	} else {
-		wait_drop_kept(&lock->wait.w, &lock->wait.fd);
-		wait_close(&lock->wait.w);
-	}
-	lock->wait.on = false;
-}
-
 static void async_start(struct pidlock *lock)
 {
 	lock->wait.w = (struct watch){ .ifd = -2, .file_wd = -1,
@@ -109,7 +71,7 @@ static int async_step(struct pidlock *lock, int *pollfd, int *timeout_ms)
 	bool resumed, known;
 	int r;
 
-	if (inherited(lock))
+	if (async_inherited(lock))
 		async_cancel(lock);	/* a fork's child waits afresh */
 	gen = lock->hold.gen;
 	resumed = lock->wait.on;

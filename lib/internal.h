@@ -245,7 +245,7 @@ enum { PUB_RENAME = 0, PUB_TMPFILE, PUB_TMPFILE_PROC, PUB_IN_PLACE };
 int lease_alone(int fd, const struct stat *st, unsigned int grace_ms);
 int lease_open(const char *path, int flags);
 
-/* handle.c */
+/* handle-check.c */
 int handle_check_path(const char *path);
 int handle_check_type(mode_t mode);
 char *handle_dir_of(const char *path);
@@ -268,7 +268,8 @@ int acquire_arm(struct pidlock *lock, struct watch *w, int *fdp);
 void acquire_check_kept(struct pidlock *lock, struct watch *w, int *fdp);
 int acquire_end(struct pidlock *lock, struct watch *w, int r);
 
-/* async.c */
+/* async-state.c: an event loop's wait, ended (async.c begins it) */
+bool async_inherited(const struct pidlock *lock);
 void async_cancel(struct pidlock *lock);
 
 /* existing.c */
@@ -294,11 +295,9 @@ int cancel_off(void);
 void cancel_restore(int old);
 
 /* shared.c */
+#define LET_GO 1
 int shared_release(struct pidlock *lock);
 int shared_adopt_keep(struct pidlock *lock);
-
-/* release.c */
-int release_let_go(struct pidlock *lock);
 
 /* leftover.c */
 void leftover_sweep(const struct pidlock *lock);

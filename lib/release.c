@@ -189,7 +189,7 @@ static int close_held(struct pidlock *lock)
  * system calls fewer.  self.c holds a fork in another thread back
  * until that close is done.
  */
-int release_let_go(struct pidlock *lock)
+static int release_let_go(struct pidlock *lock)
 {
 	bool alone;
 	int r, rc;
@@ -223,6 +223,9 @@ static int release(struct pidlock *lock)
 	if (r == 0 && lock->set.shared)
 		r = lock->hold.writer == self_pid() ? shared_release(lock) : 0;
 	else if (r == 0 && file_names_us(lock))
+		r = LET_GO;
+	/* The last one out, or the exclusive holder the record names. */
+	if (r == LET_GO)
 		r = release_let_go(lock);
 	if (lock->hold.fd >= 0) {
 		int rc = close_held(lock);

@@ -117,6 +117,12 @@ int shared_adopt_keep(struct pidlock *lock)
 	return c.marker && !c.released;
 }
 
+/*
+ * LET_GO: we are the last one out, alone with the exclusive
+ * locks and the path naming the file: the caller lets go as an
+ * exclusive holder would (release.c).  Returned, not done here, so that
+ * this file needs nothing of release.c's.
+ */
 int shared_release(struct pidlock *lock)
 {
 	int r = alone(lock);
@@ -124,7 +130,7 @@ int shared_release(struct pidlock *lock)
 	if (r == 1)
 		r = shared_adopt_keep(lock);
 	if (r == 1)
-		return release_let_go(lock);
+		return LET_GO;
 	if (r < 0)
 		(void)klock_drop(lock->hold.fd, lock->set.kinds);
 	if (r == 0)
@@ -137,7 +143,7 @@ int shared_release(struct pidlock *lock)
 	/* Everybody else may have let go meanwhile, having seen us. */
 	r = alone(lock);
 	if (r == 1 && shared_adopt_keep(lock) == 1)
-		return release_let_go(lock);
+		return LET_GO;
 	if (r < 0)
 		return r;
 	return klock_drop(lock->hold.fd, lock->set.kinds);

@@ -5,10 +5,22 @@ from __future__ import annotations
 
 import errno as _errno
 import os
-from typing import TYPE_CHECKING, NoReturn, Optional
+from typing import NoReturn, Optional, Protocol
 
-if TYPE_CHECKING:
-    from ._types import LockInfo
+
+class HolderInfo(Protocol):
+    """What an exception reads of a holder: LockInfo (in _types) has it.
+
+    Named here by its shape, not imported, so that _types (which raises
+    these exceptions) is the only one of the two to import the other.
+    """
+
+    pid: Optional[int]
+    tag: str
+
+    @property
+    def age(self) -> Optional[float]:
+        """Seconds since the holder's record was written, or None."""
 
 
 class Busy(TimeoutError):
@@ -19,7 +31,7 @@ class Busy(TimeoutError):
     written, None without a timestamp) and holder (a LockInfo, or None).
     """
 
-    def __init__(self, path: str, holder: "Optional[LockInfo]" = None,
+    def __init__(self, path: str, holder: "Optional[HolderInfo]" = None,
                  code: int = _errno.ETIMEDOUT) -> None:
         super().__init__(code, os.strerror(code), path)
         self.path = path
@@ -43,7 +55,7 @@ class Timeout(Busy):
     Carries filelock's lock_file attribute, and Busy's holder details.
     """
 
-    def __init__(self, lock_file: str, holder: "Optional[LockInfo]" = None,
+    def __init__(self, lock_file: str, holder: "Optional[HolderInfo]" = None,
                  code: int = _errno.ETIMEDOUT) -> None:
         super().__init__(lock_file, holder, code)
         self.lock_file = lock_file
