@@ -76,7 +76,7 @@ lib/.libs/libpidlock.so.0).  Binding: ctypes, no compiled code, no
 dependency outside the standard library.
 """
 
-from ._errors import BrokenLock, Busy, Timeout
+from ._errors import BrokenLock, Busy, NotALockFile, Timeout
 from ._types import Flags, Kind, LockInfo, State, inspect
 from ._lock import Lock
 from ._slots import Slots
@@ -94,6 +94,7 @@ __all__ = [
     "Kind",
     "Lock",
     "LockInfo",
+    "NotALockFile",
     "State",
     "Timeout",
     "UnixFileLock",

@@ -79,10 +79,36 @@ class BrokenLock(OSError):
         super().__init__(_errno.ESTALE, os.strerror(_errno.ESTALE), path)
 
 
+# The most a lock file of any locker holds (PIDLOCK_CONTENT_MAX).
+CONTENT_MAX = 4096
+
+
+class NotALockFile(OSError):
+    """The path names a file with other data than a lock (EBADMSG).
+
+    Nothing was changed: the library never writes, truncates or removes
+    such a file.  An OSError with errno EBADMSG, as before 1.4.0, so that
+    handlers of OSError still catch it; its message says what to do.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            _errno.EBADMSG,
+            "not a lock file: it holds other data (a lock file is empty "
+            f"or holds a lock record of at most {CONTENT_MAX} bytes); "
+            "nothing was changed.  Use a separate lock file for the "
+            f"lock, such as {path + '.lock'!r}", path)
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (type(self), (self.filename,))
+
+
 def raise_for(rc: int, path: str) -> NoReturn:
     """Raise the exception for a negative errno return value."""
     code = -rc
     if code == _errno.ESTALE:
         raise BrokenLock(path)
+    if code == _errno.EBADMSG:
+        raise NotALockFile(path)
     # OSError picks its subclass from the code (FileNotFoundError, ...).
     raise OSError(code, os.strerror(code), path)

@@ -39,7 +39,20 @@ def test_non_lock_file_is_refused(tmp_path, take):
     with pytest.raises(OSError) as exc:
         take(path)
     assert exc.value.errno == errno.EBADMSG and exc.value.filename == path
+    # Our own class, still an OSError, with the CLI's explanation and advice.
+    assert isinstance(exc.value, pidlock.NotALockFile)
+    assert "not a lock file" in str(exc.value)
+    assert "nothing was changed" in str(exc.value)
+    assert repr(path + ".lock") in str(exc.value)
     assert snapshot(path) == before and dir_listing(tmp_path) == listing
+
+
+def test_not_a_lock_file_pickles():
+    e = pidlock.NotALockFile("/x/data")
+    import pickle
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is pidlock.NotALockFile and back.filename == "/x/data"
+    assert back.errno == errno.EBADMSG
 
 
 @pytest.mark.parametrize("take", TAKERS)
