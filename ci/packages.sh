@@ -148,7 +148,7 @@ lacks libpidlock0 "$ma/libpidlock\\.so" "/usr/include/.*" ".*\\.a" ".*\\.la" "/u
 has libpidlock-dev /usr/include/pidlock\\.h "$ma/libpidlock\\.so" "$ma/pkgconfig/libpidlock\\.pc"
 lacks libpidlock-dev "$ma/libpidlock\\.so\\.[0-9.]+" ".*\\.a" ".*\\.la" "/usr/bin/.*"
 # Every manual page of the tree is in the package its section belongs to.
-for page in $(cd "$src" && find man tools -name '*.[1357]' 2>/dev/null | sort); do
+for page in $(cd "$src" && find man -name '*.[1357]' 2>/dev/null | sort); do
 	name=${page##*/}
 	sec=${name##*.}
 	pkg=libpidlock-dev

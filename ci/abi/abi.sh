@@ -179,7 +179,7 @@ check() {
 	fi
 	if [ $bad -ne 0 ]; then
 		echo "$me: new functions go into a new version node; an intended break" >&2
-		echo "$me: needs a new soname and make abi-baseline (README, Stability)" >&2
+		echo "$me: needs a new soname and make abi-baseline (doc/maintainers.md, Stability)" >&2
 		return 1
 	fi
 	abidiff "$@" "$base" "$tmp/current.abi" >"$tmp/full" || true

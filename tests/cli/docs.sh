@@ -4,7 +4,7 @@
 # the page is clean for mandoc, and the completion completes.
 . "$(dirname "$0")/lib.sh"
 
-MAN=$TOP_SRCDIR/tools/pidlock.1
+MAN=$TOP_SRCDIR/man/pidlock.1
 COMP=$TOP_SRCDIR/tools/completion/pidlock
 
 "$PIDLOCK" --help | grep -o -- '--[a-z][a-z-]*' | sort -u > "$T/opts"

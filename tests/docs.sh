@@ -1,0 +1,94 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The README and the documents of doc/ (run by make check):
+#  a. the README stays a five-minute read: under 1,500 words, with the
+#     quick start's two commands, the tarball install and the comparison
+#     table; the rest is linked, and every link resolves;
+#  b. version strings agree with AC_INIT in configure.ac: a tarball
+#     name (libpidlock-X.Y.Z) is the current version, and no "since
+#     X.Y.Z" names a release newer than it;
+#  c. every document of doc/ is shipped (EXTRA_DIST) and packaged
+#     (debian/libpidlock-dev.docs);
+#  d. every manual page lives under man/.
+set -u
+top=${srcdir:-.}
+fail=0
+n=0
+
+err() {
+	echo "not ok - $*" >&2
+	fail=$((fail + 1))
+}
+ok() {
+	n=$((n + 1))
+	echo "ok $n - $*"
+}
+
+readme=$top/README.md
+[ -f "$readme" ] || { echo "docs: no README.md in $top" >&2; exit 99; }
+version=$(sed -n 's/^AC_INIT(\[[^]]*\], *\[\([^]]*\)\].*/\1/p' "$top/configure.ac")
+[ -n "$version" ] || { echo "docs: no version in AC_INIT of $top/configure.ac" >&2; exit 99; }
+
+# ---- a. the README ----------------------------------------------------------
+words=$(wc -w < "$readme")
+[ "$words" -lt 1500 ] || err "README.md has $words words; keep it under 1500 (move the rest to doc/)"
+for line in './bootstrap demo ' './bootstrap check ' './configure && make && make install' \
+	'| | libpidlock | flock(1) |'; do
+	grep -qF -- "$line" "$readme" || err "README.md lacks: $line"
+done
+[ $fail = 0 ] && ok "README.md: $words words, quick start, install and comparison table"
+
+# Every relative link of the README and of doc/*.md names a file; so
+# does every doc/NAME.md mentioned in their text.
+before=$fail
+for f in "$readme" "$top"/doc/*.md; do
+	dir=$(dirname "$f")
+	for target in $(grep -o '](\([^)#:]*\))' "$f" | sed 's/^](//; s/)$//'); do
+		[ -e "$dir/$target" ] || err "$f links to $target, which does not exist"
+	done
+	for target in $(grep -o 'doc/[a-z-]*\.md' "$f" | sort -u); do
+		[ -e "$top/$target" ] || err "$f names $target, which does not exist"
+	done
+done
+[ $fail = "$before" ] && ok "every link and doc/ name of the README and doc/ resolves"
+
+# ---- b. versions --------------------------------------------------------------
+# A line that names Linux or the kernel gives the kernel's versions.
+before=$fail
+for f in "$readme" "$top"/doc/*.md; do
+	for v in $(grep -oE 'libpidlock-[0-9]+\.[0-9]+\.[0-9]+' "$f" | sed 's/^libpidlock-//'); do
+		[ "$v" = "$version" ] || err "$f: libpidlock-$v, but configure.ac says $version"
+	done
+	for v in $(grep -viE 'linux|kernel' "$f" |
+		   grep -oiE 'since [0-9]+\.[0-9]+(\.[0-9]+)?' | sed 's/^[Ss]ince //'); do
+		newest=$(printf '%s\n%s\n' "$v" "$version" | sort -V | tail -n 1)
+		[ "$newest" = "$version" ] || err "$f: since $v, newer than configure.ac's $version"
+	done
+done
+[ $fail = "$before" ] && ok "version strings agree with AC_INIT ($version)"
+
+# ---- c. doc/ is shipped and packaged ----------------------------------------
+before=$fail
+for f in "$top"/doc/*.md; do
+	name=doc/${f##*/}
+	grep -qw -- "$name" "$top/doc/Makemodule.am" || err "$name is not in EXTRA_DIST (doc/Makemodule.am)"
+	grep -qx -- "$name" "$top/debian/libpidlock-dev.docs" || err "$name is not in debian/libpidlock-dev.docs"
+done
+[ $fail = "$before" ] && ok "every document of doc/ is shipped and packaged"
+
+# ---- d. manual pages ----------------------------------------------------------
+# A manual page: a file named NAME.SECTION whose first line is roff.
+# Directories named man (an install's man1/ is not) are where pages
+# live; those of the build (_*, .*) and debian/ are not searched.
+before=$fail
+for page in $(find "$top" -mindepth 1 \( -name man -o -name debian -o -name '_*' \
+	-o -name '.*' \) -prune -o -type f -name '*.[1-8]' -print 2>/dev/null); do
+	head -n 1 "$page" | grep -qE '^\.(\\"|TH|Dd|so |SH)' &&
+		err "a manual page outside man/: $page"
+done
+[ -f "$top/man/pidlock.1" ] || err "man/pidlock.1 is missing"
+[ $fail = "$before" ] && ok "every manual page is under man/"
+
+echo "1..$n"
+[ $fail = 0 ]
