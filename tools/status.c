@@ -347,6 +347,15 @@ void describe_holder(const char *path, const struct pidlock_info *info,
 			text_add(buf, size, " (a pidfile or dotlock, no kernel "
 				 "lock; running since before the file was "
 				 "written)");
+	} else if (info->state == PIDLOCK_STATE_HELD_SPEC &&
+		   !info->has_timestamp) {
+		/* Rule C's window: nobody is known to hold it.  Say why it
+		 * counts as held, and that a wait judges it again. */
+		text_set(buf, size, "nobody known yet: the file is new and "
+			 "holds no record, and a locker that creates the file "
+			 "before it writes its record may be between the two, "
+			 "so the file counts as held for its first %u ms; "
+			 "-w waits that out", PIDLOCK_DEFAULT_GRACE_MS);
 	} else {
 		text_set(buf, size, "an unknown process");
 	}

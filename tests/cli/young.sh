@@ -40,6 +40,11 @@ rc=0
 "$PIDLOCK" -n d.lock true 2> err || rc=$?
 [ "$rc" -eq 1 ] || fail "young file open for writing elsewhere: exit status $rc, expected 1"
 grep -q "d.lock: lock is busy" err || fail "busy message: $(cat err)"
+# Nobody holds it: the message says why it counts as held, not that an
+# unknown process holds it.
+grep -q "nobody known yet: the file is new and holds no record" err ||
+	fail "young file's message: $(cat err)"
+grep -q "unknown process" err && fail "young file named an unknown holder: $(cat err)"
 kill "$writer"
 wait "$writer" 2>/dev/null
 "$PIDLOCK" -n d.lock true || fail "after the writer closed: exit status $?"
