@@ -152,6 +152,7 @@ size_t text_len(const char *buf, size_t size);
 void warn_path(const char *path, int err);
 int exit_for_errno(int err);
 int fail_path(const char *path, int err);
+int fail_acquire(const char *path, int err);
 int check_parent(const char *path);
 int open_std_fds(void);
 unsigned int stale_or_default(const struct opts *o);

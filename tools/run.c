@@ -439,7 +439,7 @@ int cmd_run(const struct opts *o)
 	if (r < 0 && o->slots)
 		return slots_fail(o, -r);
 	if (r < 0)
-		return fail_path(o->lockfile, -r);
+		return fail_acquire(o->lockfile, -r);
 	if (r > 0)
 		return o->quiet ? 0 : o->conflict_code;
 	if (o->exec)

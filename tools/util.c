@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,6 +213,28 @@ int fail_path(const char *path, int err)
 {
 	warn_path(path, err);
 	return exit_for_errno(err);
+}
+
+/*
+ * An acquire's ENOENT in a directory that exists: the kernel refused to
+ * make a file there (open(2) with O_CREAT says ENOENT in /proc and
+ * /sys), which "No such file or directory" alone does not tell.
+ */
+int fail_acquire(const char *path, int err)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+
+	dir_of(path, dir, sizeof(dir));
+	if (err != ENOENT || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return fail_path(path, err);
+	warn_prefix(path);
+	out(stderr, "%s (no file can be made in ", strerror(err));
+	print_clean(stderr, dir);
+	out(stderr, ": its file system refuses new files there, as /proc "
+	    "and /sys do; put the lock file in a directory such as "
+	    "/run/lock)\n");
+	return EX_CANTCREAT;
 }
 
 /* 0 if path's directory is one, else -errno: a typo in the directory

@@ -19,6 +19,14 @@ err() {
 
 err 66 "a missing directory: 66" '^pidlock: nodir/x.lock: No such file or directory$' \
 	nodir/x.lock touch ran
+# A directory whose file system makes no files (open(2) with O_CREAT says
+# ENOENT there): the message says that, not only "No such file".
+err 73 "a directory that makes no files (/proc): 73" \
+	'^pidlock: /proc/x.lock: No such file or directory (no file can be made in /proc' \
+	/proc/x.lock touch ran
+err 73 "an existing file in such a directory (/proc/version): 73" \
+	'^pidlock: /proc/version: .*no file can be made in /proc' \
+	/proc/version touch ran
 mkdir dir.lock
 err 66 "a directory: 66" '^pidlock: dir.lock: Is a directory$' dir.lock touch ran
 touch file
