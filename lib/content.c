@@ -4,7 +4,8 @@
  * Protocol v1.0 defines them, plus our lock= marker.  Parsing follows the
  * spec's reference readers (split on LF, trim, first '=' splits, unknown
  * keys ignored, last duplicate wins) so that we classify a file the way
- * they do.  Nothing here touches the file system.
+ * they do.  Nothing here touches the file system but the look at our pid
+ * namespace for the record (pidns_self()).
  */
 #include "config.h"
 
@@ -64,7 +65,7 @@ size_t content_format(char *buf, size_t size, pid_t pid, int64_t now,
 	char *p = buf;
 
 	/* Worst case: 2 pids, a timestamp, a full tag, keys: 364 bytes; with
-	 * content_put_host()'s 112, it fits the buffer (and
+	 * content_put_host()'s 139, it fits the buffer (and
 	 * SHARED_RECORD_LEN). */
 	if (size < CONTENT_BUF_MAX)
 		return 0;
@@ -87,17 +88,22 @@ size_t content_format(char *buf, size_t size, pid_t pid, int64_t now,
 }
 
 /*
- * The writer's host, after the record: spec readers ignore keys they do
- * not know, and a reader of 1.2.0 takes them beside a pid=.  len: what
- * the record takes of buf already.  Returns the new length.
+ * The writer's host and pid namespace, after the record: spec readers
+ * ignore keys they do not know, and a reader of 1.2.0 takes them beside
+ * a pid=.  len: what the record takes of buf already.  Returns the new
+ * length.  The namespace is asked here (pidns_self(), cached), not
+ * passed: the host's id is read once per process, the namespace once
+ * per pid (a fork may be in a new one).
  */
 size_t content_put_host(char *buf, size_t size, size_t len,
 			const struct host_id *h)
 {
+	uint64_t ns = pidns_self();
 	char *p = buf + len;
 
-	/* Both lines at their longest fit beside the longest record. */
-	if (size < CONTENT_BUF_MAX || len > CONTENT_BUF_MAX - 112)
+	/* The three lines at their longest (70 + 42 + 27) fit beside the
+	 * longest record. */
+	if (size < CONTENT_BUF_MAX || len > CONTENT_BUF_MAX - 139)
 		return len;
 	if (h->name[0]) {
 		p = put_str(p, "host=");
@@ -107,6 +113,11 @@ size_t content_put_host(char *buf, size_t size, size_t len,
 	if (h->boot[0]) {
 		p = put_str(p, "boot=");
 		p = put_str(p, h->boot);
+		*p++ = '\n';
+	}
+	if (ns) {
+		p = put_str(p, "pidns=");
+		p = put_u64(p, ns);
 		*p++ = '\n';
 	}
 	return (size_t)(p - buf);
@@ -221,6 +232,15 @@ static void parse_boot(const char *s, const char *end, struct content *c)
 	c->boot[HOST_BOOT_LEN] = '\0';
 }
 
+/* A namespace's inode number; anything else names none, and the pid is
+ * judged as a record without the line is (pidns_judged()). */
+static void parse_pidns(const char *s, const char *end, struct content *c)
+{
+	int64_t v = 0;
+
+	c->pidns = parse_timestamp(s, end, &v) && v > 0 ? (uint64_t)v : 0;
+}
+
 static bool is_space(char ch)
 {
 	return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' ||
@@ -269,6 +289,8 @@ static void parse_line(const char *s, const char *end, bool first, bool cut,
 				  (size_t)(end - eq - 1));
 	} else if (token_is(s, eq, "boot")) {
 		parse_boot(eq + 1, end, c);
+	} else if (token_is(s, eq, "pidns")) {
+		parse_pidns(eq + 1, end, c);
 	}
 }
 
@@ -321,7 +343,7 @@ static const struct {
 	{ "pid", KEY_NUM }, { "timestamp", KEY_NUM }, { "released", KEY_NUM },
 	{ "tag", KEY_TEXT }, { "lock", KEY_TEXT }, { "keep", KEY_TEXT },
 	{ "release", KEY_TEXT }, { "shared", KEY_TEXT },
-	{ "host", KEY_TEXT }, { "boot", KEY_TEXT },
+	{ "host", KEY_TEXT }, { "boot", KEY_TEXT }, { "pidns", KEY_NUM },
 };
 
 static int known_key(const char *s, const char *end)
@@ -426,7 +448,7 @@ static bool value_ok(const char *key, const char *eq, const char *v,
 		     const char *end, bool cut, struct grammar *g)
 {
 	if (token_is(key, eq, "pid") || token_is(key, eq, "timestamp") ||
-	    token_is(key, eq, "released"))
+	    token_is(key, eq, "released") || token_is(key, eq, "pidns"))
 		return all_digits(v, end) && (cut || v < end) && end - v <= 20;
 	if (token_is(key, eq, "lock")) {
 		if (!kinds_ok(v, end))

@@ -45,7 +45,10 @@ pid_t daemon_file_pid(int fd)
 /*
  * Who holds it?  A pidfile(3) daemon writes its pid only after
  * daemon(3), so an empty record gets the same short wait pidfile(3)
- * gives it; -1 if no pid shows up.
+ * gives it; -1 if no pid shows up.  A pid that is not judged here
+ * (pid_alive -1: written in another pid namespace, or under another
+ * kernel) is a number of somebody else's: -1 too, since a caller may
+ * well kill(2) what it is given.
  */
 static pid_t holder_pid(const struct pidlock *lock)
 {
@@ -55,7 +58,7 @@ static pid_t holder_pid(const struct pidlock *lock)
 
 	for (int i = 0; r == 0; i++) {
 		if (info.pid > 0)
-			return info.pid;
+			return info.pid_alive < 0 ? -1 : info.pid;
 		if (info.state == PIDLOCK_STATE_FREE || i == HOLDER_TRIES)
 			break;
 		/* EINTR only shortens one pause. */

@@ -7,6 +7,14 @@
  * the lock: /proc/PID/fdinfo lists, for each of its descriptors, the
  * locks that descriptor's open file description holds.  A process that
  * took the pid over holds no lock on our file, and is never returned.
+ *
+ * The pidfd and /proc must mean the same process by one number:
+ * pidfd_open(2) reads it in our pid namespace, /proc in its mount's.
+ * A /proc of another namespace (nsenter -m into a container, unshare -p
+ * without a /proc of its own) would prove one process and hand out
+ * another's pidfd, so such a /proc is refused (pidns_proc_ours()), and
+ * the proof is read through the /proc/PID directory opened before the
+ * pidfd, which stays its process's whatever the number does later.
  */
 #include "config.h"
 
@@ -92,19 +100,19 @@ static int fd_holds(int dfd, const char *name, const struct lock_key *k)
 }
 
 /*
- * Does a descriptor of pid hold a lock on the file?  1 yes, 0 no (or
- * the process is gone), -EACCES: its descriptors cannot be read
- * (another user's process, for a caller without CAP_SYS_PTRACE).
+ * Does a descriptor of the process whose /proc directory is piddir hold
+ * a lock on the file?  1 yes, 0 no (or the process is gone), -EACCES:
+ * its descriptors cannot be read (another user's process, for a caller
+ * without CAP_SYS_PTRACE).  A directory of a process that has exited
+ * finds nothing in it, even once its number is somebody else's.
  */
-static int pid_holds(pid_t pid, const struct lock_key *k)
+static int dir_holds(int piddir, const struct lock_key *k)
 {
-	char dir[64];
 	struct dirent *de;
 	DIR *d;
 	int dfd, r = 0;
 
-	(void)snprintf(dir, sizeof(dir), "/proc/%d/fdinfo", (int)pid);
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = openat(piddir, "fdinfo", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT || errno == ESRCH ? 0 : -errno;
 	d = fdopendir(dfd);
@@ -125,19 +133,55 @@ static int pid_holds(pid_t pid, const struct lock_key *k)
 	return r;
 }
 
-/* A pidfd for pid if it holds the lock now: the pidfd (>= 0), -ESRCH
- * if it does not, -errno. */
-static int proven_pidfd(pid_t pid, const struct lock_key *k)
+/* pid's directory in the /proc at procdir: the fd, -ESRCH, -errno. */
+static int open_piddir(int procdir, pid_t pid)
 {
-	int pidfd = open_pidfd(pid);
+	char name[16];
+	int fd;
+
+	(void)snprintf(name, sizeof(name), "%d", (int)pid);
+	fd = openat(procdir, name,
+		    O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
+	return fd;
+}
+
+/* 1 if pid's process holds the lock, 0 if not, -errno: a cheap look. */
+static int pid_holds(int procdir, pid_t pid, const struct lock_key *k)
+{
+	int piddir = open_piddir(procdir, pid);
 	int r;
 
-	if (pidfd < 0)
+	if (piddir < 0)
+		return piddir == -ESRCH ? 0 : piddir;
+	r = dir_holds(piddir, k);
+	io_close_keep_errno(piddir);
+	return r;
+}
+
+/*
+ * A pidfd for pid if it holds the lock now: the pidfd (>= 0), -ESRCH
+ * if it does not, -errno.  The directory is opened first and asked
+ * last: its process had the number from before the pidfd to after it,
+ * so the pidfd, opened by the same number in the same namespace
+ * (holder_pidfds() checked the /proc), is that process's; a pid is not
+ * given again while its process (even a zombie) is there.
+ */
+static int proven_pidfd(int procdir, pid_t pid, const struct lock_key *k)
+{
+	int piddir = open_piddir(procdir, pid);
+	int pidfd, r;
+
+	if (piddir < 0)
+		return piddir;
+	pidfd = open_pidfd(pid);
+	if (pidfd < 0) {
+		io_close_keep_errno(piddir);
 		return pidfd == -EINVAL ? -ESRCH : pidfd;
-	/* Asked after the pidfd: a process that holds the lock now is the
-	 * pidfd's own, since a pid is not given again while its process
-	 * (even a zombie) is there. */
-	r = pid_holds(pid, k);
+	}
+	r = dir_holds(piddir, k);
+	io_close_keep_errno(piddir);
 	if (r == 1)
 		return pidfd;
 	io_close_keep_errno(pidfd);
@@ -145,6 +189,7 @@ static int proven_pidfd(pid_t pid, const struct lock_key *k)
 }
 
 struct found {
+	int procdir;		/* the /proc, checked to be our namespace's */
 	int *pidfds;
 	pid_t *pids;
 	unsigned int n;		/* room */
@@ -163,7 +208,7 @@ static bool already(const pid_t *seen, unsigned int nseen, pid_t pid)
 /* Prove pid, and keep it (its pidfd closed again past the room). */
 static int add(struct found *f, pid_t pid, const struct lock_key *k)
 {
-	int pidfd = proven_pidfd(pid, k);
+	int pidfd = proven_pidfd(f->procdir, pid, k);
 
 	if (pidfd == -EACCES || pidfd == -EPERM) {
 		f->denied = -EACCES;
@@ -237,18 +282,24 @@ static int scan_all(const struct pidlock_info *info, const struct lock_key *k,
 		    struct found *f)
 {
 	struct dirent *de;
-	DIR *d = opendir("/proc");
+	DIR *d;
+	int dfd = openat(f->procdir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int r = 0;
 
-	if (!d)
+	if (dfd < 0)
 		return -errno;
+	d = fdopendir(dfd);
+	if (!d) {
+		io_close_keep_errno(dfd);
+		return -errno;
+	}
 	while (r == 0 && !enough(f, info) && (de = readdir(d)) != NULL) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
 
 		if (*end || pid <= 0 || pid > INT_MAX)
 			continue;
-		if (pid_holds((pid_t)pid, k) == 1)
+		if (pid_holds(f->procdir, (pid_t)pid, k) == 1)
 			r = add(f, (pid_t)pid, k);
 	}
 	(void)closedir(d);
@@ -307,6 +358,10 @@ static int look(const char *path, struct found *f)
 	r = state_error(&info);
 	if (r < 0)
 		return r;
+	/* A /proc that numbers processes otherwise than pidfd_open(2)
+	 * proves nobody: its holder is out of our sight. */
+	if (f->procdir < 0)
+		return f->procdir;
 	fd = open_key(path, &k, &st);
 	if (fd < 0)
 		return fd == -ENOENT ? -EAGAIN : fd;
@@ -331,19 +386,38 @@ static int look(const char *path, struct found *f)
 	return f->denied ? f->denied : -EAGAIN;
 }
 
+/* /proc, if its pid namespace is ours: the fd, -EREMOTE, -errno.  No
+ * /proc at all shows nobody, as a hidden holder. */
+static int open_proc(void)
+{
+	int fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int r;
+
+	if (fd < 0)
+		return errno == ENOENT ? -EREMOTE : -errno;
+	r = pidns_proc_ours(fd);
+	if (r == 1)
+		return fd;
+	io_close_keep_errno(fd);
+	return r == 0 ? -EREMOTE : r;
+}
+
 static int holder_pidfds(const char *path, int *pidfds, pid_t *pids,
 			 unsigned int n)
 {
-	struct found f = { pidfds, pids, n, 0, 0 };
+	struct found f = { -1, pidfds, pids, n, 0, 0 };
 	int r = -EAGAIN;
 
 	if (!pidfds && n)
 		return -EINVAL;
+	f.procdir = open_proc();
 	for (int i = 0; i < HOLDER_TRIES && r == -EAGAIN; i++) {
 		f.count = 0;
 		f.denied = 0;
 		r = look(path, &f);
 	}
+	if (f.procdir >= 0)
+		io_close_keep_errno(f.procdir);
 	/* Held all along by somebody nobody could prove: out of sight. */
 	return r == -EAGAIN ? -EREMOTE : r;
 }

@@ -80,7 +80,8 @@ int host_pid_alive(const struct content *c, pid_t pid)
 {
 	if (pid <= 0)
 		return -1;
-	if (host_foreign(c))
+	/* Nor is another pid namespace's (pidns.c). */
+	if (host_foreign(c) || !pidns_judged(c))
 		return -1;
 	return io_pid_alive(pid);
 }

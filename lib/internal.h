@@ -139,6 +139,7 @@ struct content {
 	char tag[PIDLOCK_TAG_MAX + 1];
 	char host[HOST_NAME_LEN + 1];	/* host=: who wrote it, for people */
 	char boot[HOST_BOOT_LEN + 1];	/* boot=: under which kernel, "" */
+	uint64_t pidns;		/* pidns=: the writer's pid namespace, 0 */
 };
 
 
@@ -214,6 +215,11 @@ int klock_drop(int fd, unsigned int kinds);
 const struct host_id *host_self(void);
 bool host_foreign(const struct content *c);
 int host_pid_alive(const struct content *c, pid_t pid);
+
+/* pidns.c */
+uint64_t pidns_self(void);
+int pidns_proc_ours(int procdir);
+bool pidns_judged(const struct content *c);
 
 /* io.c */
 int io_rc_filter(int r);

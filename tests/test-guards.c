@@ -195,7 +195,7 @@ static const char *open_path(pid_t pid, long nr, const uint64_t *args)
 static bool complete_record(const char *data, pid_t pid, const char *const *tags)
 {
 	int seen_pid = 0, seen_ts = 0, seen_tag = 0, seen_lock = 0;
-	int seen_host = 0, seen_boot = 0;
+	int seen_host = 0, seen_boot = 0, seen_pidns = 0;
 	const char *p = data;
 
 	while (*p) {
@@ -246,13 +246,17 @@ static bool complete_record(const char *data, pid_t pid, const char *const *tags
 		} else if (strcmp(line, "boot") == 0) {
 			if (seen_boot++ || strcmp(v, tu_boot_id()) != 0)
 				return false;
+		} else if (strcmp(line, "pidns") == 0) {
+			if (seen_pidns++ || strcmp(v, tu_pidns()) != 0)
+				return false;
 		} else {
 			return false;
 		}
 	}
 	/* The host's lines come last: a record cut short lacks them. */
 	return seen_pid == 1 && seen_ts == 1 && seen_lock == 1 &&
-	       seen_host == 1 && seen_boot == !!tu_boot_id()[0];
+	       seen_host == 1 && seen_boot == !!tu_boot_id()[0] &&
+	       seen_pidns == !!tu_pidns()[0];
 }
 
 /* The spec reader at every system call of the traced holder. */

@@ -949,6 +949,69 @@ TU_LOCK_TEST(foreign_record_not_judged_here, 0)
 	ck_assert_int_eq(waitpid(live, NULL, 0), live);
 }
 
+/*
+ * A record names the pid namespace it was written in (pidns=).  Read in
+ * another one, its pid is somebody else's number: not judged (a
+ * container's holder seen from the host is not the host's pid 1), and a
+ * spec-only record's age alone decides, as for another kernel's.  The
+ * same record naming our namespace, or none, is judged as ever.
+ */
+static void write_record_in(const char *p, pid_t pid, long age,
+			    const char *pidns)
+{
+	char buf[512];
+
+	snprintf(buf, sizeof(buf), "pid=%ld\ntimestamp=%ld\nboot=%s\n%s%s%s",
+		 (long)pid, (long)time(NULL) - age, tu_boot_id(),
+		 pidns ? "pidns=" : "", pidns ? pidns : "", pidns ? "\n" : "");
+	tu_write(p, buf);
+}
+
+TU_LOCK_TEST(other_pidns_record_not_judged, 0)
+{
+	char other[32];
+	struct pidlock_info info;
+	pid_t live;
+
+	if (!tu_boot_id()[0] || !tu_pidns()[0]) {
+		fprintf(stderr, "SKIP other_pidns_record_not_judged: no /proc\n");
+		return;
+	}
+	/* Not ours: nsfs numbers are 32 bits, ours plus one is another's
+	 * or nobody's. */
+	snprintf(other, sizeof(other), "%llu",
+		 strtoull(tu_pidns(), NULL, 10) + 1);
+	live = fork();
+	ck_assert_int_ge(live, 0);
+	if (live == 0) {
+		pause();
+		_exit(0);
+	}
+	write_record_in(p, live, 7200, tu_pidns());
+	info = inspected(p);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_SPEC);
+	ck_assert_int_eq(info.pid_alive, 1);
+	write_record_in(p, live, 7200, NULL);
+	ck_assert_int_eq(inspected(p).pid_alive, 1);
+	write_record_in(p, live, 10, other);
+	info = inspected(p);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD_SPEC);
+	ck_assert_int_eq(info.pid, live);
+	ck_assert_int_eq(info.pid_alive, -1);
+	ck_assert_int_eq(info.foreign, 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	write_record_in(p, live, 7200, other);
+	ck_assert_int_eq(inspected(p).state, PIDLOCK_STATE_STALE);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	/* Our own record names our namespace, and is judged. */
+	ck_assert(strstr(tu_read(p), "\npidns=") != NULL);
+	info = inspected(p);
+	ck_assert_int_eq(info.pid_alive, 1);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_int_eq(kill(live, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(live, NULL, 0), live);
+}
+
 int main(void)
 {
 	const struct tu_case cases[] = {
@@ -968,6 +1031,7 @@ int main(void)
 		{ reused_pid_taken_over, 1 },
 		{ pidfile_boot_and_self, 1 },
 		{ foreign_record_not_judged_here, 1 },
+		{ other_pidns_record_not_judged, 1 },
 		{ inode_check_after_unlink, 1 },
 		{ fork_release_pid_check, 1 },
 		{ daemonize_flow, 1 },

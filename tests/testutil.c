@@ -635,13 +635,27 @@ const char *tu_boot_id(void)
 	return id;
 }
 
+/* Our pid namespace's inode, as pidns= names it; "" without /proc. */
+const char *tu_pidns(void)
+{
+	static char ns[32];
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st) < 0)
+		return "";
+	snprintf(ns, sizeof(ns), "%llu", (unsigned long long)st.st_ino);
+	return ns;
+}
+
 const char *tu_host_lines(void)
 {
 	static char lines[256];
 
-	snprintf(lines, sizeof(lines), "host=%s\n%s%s%s", tu_host_name(),
+	snprintf(lines, sizeof(lines), "host=%s\n%s%s%s%s%s%s", tu_host_name(),
 		 tu_boot_id()[0] ? "boot=" : "", tu_boot_id(),
-		 tu_boot_id()[0] ? "\n" : "");
+		 tu_boot_id()[0] ? "\n" : "",
+		 tu_pidns()[0] ? "pidns=" : "", tu_pidns(),
+		 tu_pidns()[0] ? "\n" : "");
 	return lines;
 }
 

@@ -231,9 +231,11 @@ void tu_tell_later(struct tu_child *c, int ms, char what);
  * old, and tag= unless tag is NULL. */
 void tu_write_spec(const char *path, pid_t pid, long age, const char *tag);
 /* This host as records name it: uname's node name, the kernel's boot id
- * ("" without /proc), and the lines a record of ours ends with. */
+ * ("" without /proc), our pid namespace's inode (""), and the lines a
+ * record of ours ends with. */
 const char *tu_host_name(void);
 const char *tu_boot_id(void);
+const char *tu_pidns(void);
 const char *tu_host_lines(void);
 
 /*

@@ -276,6 +276,14 @@ static const char *record_host(const char *path, char *host, size_t size)
 	return host;
 }
 
+/* The record's pid is not judged here, yet not another host's: it is a
+ * number of another pid namespace (the writer's pidns= line is not ours,
+ * or our /proc is another's), and names nobody here. */
+static bool other_pidns(const struct pidlock_info *info)
+{
+	return info->pid > 0 && info->pid_alive < 0 && !info->foreign;
+}
+
 /* "pid 1234 holding flock,fcntl" and what the record says besides;
  * false when the record names another process than the holder. */
 static bool describe_kernel_holder(const char *path,
@@ -316,8 +324,14 @@ static bool describe_kernel_holder(const char *path,
 		return true;
 	/* The record's pid is the hidden holder's own, numbered as its
 	 * namespace numbers it: the record is the holder's all the same. */
-	if (holder == 0 && info->holder_hidden && info->pid_alive == 0)
+	if (holder == 0 && info->holder_hidden &&
+	    (info->pid_alive == 0 || other_pidns(info)))
 		return true;
+	if (other_pidns(info)) {
+		text_add(buf, size, " (the file names pid %d of another pid "
+			 "namespace)", (int)info->pid);
+		return true;
+	}
 	text_add(buf, size, info->pid_alive == 0 ?
 		 " (the file names pid %d, which is not running)" :
 		 " (the file names pid %d)", (int)info->pid);
@@ -632,6 +646,7 @@ static void print_pid(const char *path, const struct pidlock_info *info)
 		return;
 	}
 	out(stdout, "  pid:     %d (%s)\n", (int)info->pid,
+	    other_pidns(info) ? "not judged here: another pid namespace's" :
 	    info->pid_alive > 0 ? "running" :
 	    info->pid_alive < 0 ? "unknown" :
 	    info->holder_hidden ? "no such process in this pid namespace" :

@@ -103,7 +103,7 @@ in_ns "$PIDLOCK" --status p.lock > st
 [ $? -eq 1 ] || fail "--status of pidlock's: $(cat st)"
 grep -q "kernel:  flock,fcntl (held by a process outside this pid namespace)" st ||
 	fail "--status of pidlock's: $(cat st)"
-grep -q "pid: .*(no such process in this pid namespace)" st ||
+grep -q "pid: .*(not judged here: another pid namespace's)" st ||
 	fail "the record's pid is not said to be another namespace's: $(cat st)"
 pass "pidlock outside: held, flock,fcntl, its recorded pid not ours"
 

@@ -196,6 +196,34 @@ START_TEST(open_busy_reports_holder)
 }
 END_TEST
 
+/* A holder's record written in another pid namespace (its pidns= line
+ * not ours: a container's daemon seen from the host) names a number of
+ * that namespace: the caller, which may kill(2) what it gets, gets -1. */
+START_TEST(open_busy_other_pidns_holder_unknown)
+{
+	struct pidlock *lock = (struct pidlock *)1;
+	pid_t holder = 0;
+	struct tu_child c;
+	char rec[1024];
+	char *ns;
+
+	if (!tu_pidns()[0])
+		return;
+	spawn_holder(&c);
+	snprintf(rec, sizeof(rec), "%s", tu_read(path));
+	ns = strstr(rec, "\npidns=");
+	ck_assert_ptr_nonnull(ns);
+	snprintf(ns, sizeof(rec) - (size_t)(ns - rec), "\npidns=%llu\n",
+		 strtoull(tu_pidns(), NULL, 10) + 1);
+	tu_write(path, rec);
+	ck_assert_int_eq(pidlock_daemon_open(&lock, path, 0, 0, &holder),
+			 -EEXIST);
+	ck_assert_int_eq(holder, -1);
+	tu_tell(&c, 'q');
+	ck_assert_int_eq(tu_join(&c), 0);
+}
+END_TEST
+
 /* The case pidlock exists for: a leftover naming a live, innocent pid
  * (here pid 1) is no reason to refuse to start. */
 START_TEST(open_takes_over_leftover)
@@ -783,6 +811,7 @@ static Suite *daemon_suite(void)
 	tcase_add_test(open, open_mode);
 	tcase_add_test(open, open_bad_args);
 	tcase_add_test(open, open_busy_reports_holder);
+	tcase_add_test(open, open_busy_other_pidns_holder_unknown);
 	tcase_add_test(open, open_takes_over_leftover);
 	tcase_add_test(open, open_via_symlinked_dir);
 	tcase_add_test(open, open_default_path);
