@@ -18,6 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -161,6 +166,64 @@ START_TEST(zombie_record_is_dead)
 }
 END_TEST
 
+/* ---- without pidfds: /proc/PID/task --------------------------------- */
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+/* pidfd_open(2) answers ENOSYS from now on, as before Linux 5.3 or
+ * under a container's seccomp filter. */
+static bool no_pidfds(void)
+{
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_open, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(code) / sizeof(code[0]), code };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+		return false;
+	return syscall(SYS_pidfd_open, getpid(), 0) < 0 && errno == ENOSYS;
+}
+
+/* The same verdicts where no pidfd can be had: the threads under
+ * /proc/PID/task decide. */
+START_TEST(judged_without_pidfds)
+{
+	char *d = tu_path("daemon.pid"), *z = tu_path("z.lock");
+	struct pidlock_info info;
+	struct tu_child c;
+	pid_t zombie, judge;
+
+	tu_msleep(20);
+	(void)leaderless_daemon(&c, d);
+	ck_assert_int_eq(tu_wait_signal(&c), 'W');
+	await_zombie_leader(c.pid);
+	zombie = spec_zombie(z, 4000);
+	judge = fork();
+	ck_assert_int_ge(judge, 0);
+	if (judge == 0) {
+		TU_CHILD_CHECK(no_pidfds());
+		TU_CHILD_CHECK(pidlock_inspect(d, &info, 0) == 0);
+		TU_CHILD_CHECK(info.state == PIDLOCK_STATE_HELD_PIDFILE);
+		TU_CHILD_CHECK(info.pid_alive == 1);
+		TU_CHILD_CHECK(pidlock_inspect(z, &info, 0) == 0);
+		TU_CHILD_CHECK(info.pid_alive == 0);
+		TU_CHILD_CHECK(info.state == PIDLOCK_STATE_STALE);
+		_exit(0);
+	}
+	ck_assert_int_eq(tu_reap(judge), 0);
+	ck_assert_int_eq(tu_reap(zombie), 0);
+	tu_tell(&c, 'R');
+	ck_assert_int_eq(tu_join(&c), 0);
+}
+END_TEST
+
 /* ---- another process's lease --------------------------------------- */
 
 static void ignore(int sig)
@@ -261,6 +324,7 @@ int main(void)
 	const struct tu_case cases[] = {
 		{ leader_exit_still_holds, 1 },
 		{ zombie_record_is_dead, 1 },
+		{ judged_without_pidfds, 1 },
 		{ lease_does_not_end_wait, 2 },
 		{ cancelled_wait_closes_all, 1 },
 		{ NULL, 0 },
