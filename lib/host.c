@@ -34,7 +34,8 @@ static void read_boot_id(char *out)
 	if (fd < 0)
 		return;
 	n = read(fd, buf, sizeof(buf));
-	io_close_keep_errno(fd);
+	/* Read-only: closing it loses nothing; load_self() keeps errno. */
+	(void)close(fd);
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
 		n--;
 	if (n > 0 && content_boot_ok(buf, buf + n)) {
@@ -83,5 +84,5 @@ int host_pid_alive(const struct content *c, pid_t pid)
 	/* Nor is another pid namespace's (pidns.c). */
 	if (host_foreign(c) || !pidns_judged(c))
 		return -1;
-	return io_pid_alive(pid);
+	return pid_group_alive(pid);
 }

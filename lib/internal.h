@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "pidlock.h"
+#include "alive.h"
 
 #define PIDLOCK_EXPORT __attribute__((visibility("default")))
 
@@ -233,7 +234,6 @@ int64_t io_now_sec(void);
 int64_t io_now_ms(void);
 int64_t io_mtime_ns(const struct stat *st);
 int64_t io_grace_left_ms(const struct stat *st, unsigned int grace_ms);
-bool io_pid_alive(pid_t pid);
 void io_close_keep_errno(int fd);
 
 /* proclocks.c: fn gets each line, without its newline; nonzero stops. */

@@ -3,7 +3,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -211,14 +210,6 @@ int64_t io_now_ms(void)
 	if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
 		return 0;
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* EPERM means the process exists but belongs to someone else. */
-bool io_pid_alive(pid_t pid)
-{
-	if (pid <= 0)
-		return false;
-	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
 void io_close_keep_errno(int fd)

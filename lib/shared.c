@@ -56,7 +56,7 @@ static pid_t other_holder(struct pidlock *lock, pid_t self)
 	if (klock_holders(dev, lock->hold.ino, false, &h) < 0)
 		return 0;
 	for (unsigned int i = 0; i < h.npids; i++)
-		if (h.pids[i] != self && io_pid_alive(h.pids[i]))
+		if (h.pids[i] != self && pid_group_alive(h.pids[i]))
 			return h.pids[i];
 	return 0;
 }

@@ -9,6 +9,11 @@
  * end touches no file (a pidfile's daemon, a spec-only writer) is
  * watched through its pidfd.  Every sleep is also bounded by the poll
  * interval, for file systems that send no events.
+ *
+ * A wait may last forever, so it stays cancellable (pthread_cancel(3)),
+ * but only in its sleep: everything else runs with cancellation off,
+ * so that a cancellation acts where all the wait holds is in struct
+ * free_wait, whose cleanup handler closes it.
  */
 #include "config.h"
 
@@ -16,6 +21,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -32,10 +38,12 @@
 struct free_wait {
 	const char *path;
 	const char *base;
+	char *dir;
+	int cancel;	/* the caller's cancelability state */
 	struct watch w;
 	int fd;		/* the file at the path, kept and watched */
 	int pidfd;	/* the holder whose end does not touch the file */
-	pid_t pidfd_of;
+	pid_t pidfd_of;	/* kept after its pidfd polled readable: not opened again */
 };
 
 static void drop_pidfd(struct free_wait *fw)
@@ -54,7 +62,13 @@ static bool is_free(enum pidlock_state state)
 	       state == PIDLOCK_STATE_STALE;
 }
 
-/* Keep the file now at the path: 1 kept, 0 no file there, -errno. */
+/*
+ * Keep the file now at the path: 1 kept, 0 no file there, -EWOULDBLOCK
+ * somebody's lease keeps our open out for now, -errno.  Such a lease
+ * (Samba's oplock, say) is its owner's, not a holder's: it ends when
+ * its owner lets go, or at the latest when the kernel breaks it
+ * (/proc/sys/fs/lease-break-time), and the file is looked at then.
+ */
 static int keep_file(struct free_wait *fw)
 {
 	struct stat st;
@@ -118,6 +132,8 @@ static int look(struct free_wait *fw)
 	check_kept(fw);
 	if (fw->fd < 0) {
 		r = keep_file(fw);
+		if (r == -EWOULDBLOCK)
+			return 0;	/* not known free: look again */
 		if (r <= 0)
 			return r < 0 ? r : 1;
 		/* Kept after a release we may have missed: look now. */
@@ -149,6 +165,46 @@ static bool free_hit(const struct inotify_event *ev, const void *arg)
 	       strcmp(ev->name, fw->base) == 0;
 }
 
+/* The holder's pidfd polled readable: its whole thread group has
+ * exited.  It stays readable (a zombie's, until it is reaped), so it is
+ * closed, and the next sleeps are bounded by the interval alone: a
+ * record that still holds (rule B: a young spec record of a dead pid)
+ * is no reason to spin. */
+static void holder_ended(struct free_wait *fw)
+{
+	io_close_keep_errno(fw->pidfd);
+	fw->pidfd = -1;
+}
+
+/* The cleanup handler of a cancelled wait, and its end. */
+static void free_wait_end(void *arg)
+{
+	struct free_wait *fw = arg;
+
+	wait_drop_kept(&fw->w, &fw->fd);
+	drop_pidfd(fw);
+	wait_close(&fw->w);
+	free(fw->dir);
+	fw->dir = NULL;
+}
+
+/* poll(2), the wait's one cancellation point, with the caller's
+ * cancelability state. */
+static int poll_cancellable(struct free_wait *fw, struct pollfd *pfd,
+			    int ms)
+{
+	int n, saved;
+
+	pthread_cleanup_push(free_wait_end, fw);
+	cancel_restore(fw->cancel);
+	n = poll(pfd, 2, ms);
+	saved = errno;
+	(void)cancel_off();
+	pthread_cleanup_pop(0);
+	errno = saved;
+	return n;
+}
+
 /*
  * Sleep until an event of the lock, the holder's end, or ms pass.
  * 0 (look again), -EINTR if a signal handler ran.
@@ -167,31 +223,36 @@ static int sleep_once(struct free_wait *fw, int64_t ms)
 
 		if (left <= 0)
 			return 0;
-		n = poll(pfd, 2, (int)(left > INT_MAX ? INT_MAX : left));
+		n = poll_cancellable(fw, pfd,
+				     (int)(left > INT_MAX ? INT_MAX : left));
 		if (n < 0)
 			return -errno;
-		if (n == 0 || (pfd[1].revents & POLLIN))
+		if (n == 0)
 			return 0;
+		if (pfd[1].revents) {
+			holder_ended(fw);
+			return 0;
+		}
 		if (fw->w.ifd >= 0 && wait_read_events(fw->w.ifd, free_hit, fw) != 0)
 			return 0;
 	}
 }
 
-static int wait_free(const char *path, int timeout_ms)
+static int wait_free(const char *path, int timeout_ms, int cancel)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : io_now_ms() + timeout_ms;
-	struct free_wait fw = { .path = path, .fd = -1, .pidfd = -1 };
-	char *dir;
+	struct free_wait fw = { .path = path, .cancel = cancel, .fd = -1,
+				.pidfd = -1 };
 	int r;
 
 	r = handle_check_path(path);
 	if (r < 0)
 		return r;
-	dir = handle_dir_of(path);
-	if (!dir)
+	fw.dir = handle_dir_of(path);
+	if (!fw.dir)
 		return -ENOMEM;
 	fw.base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	wait_init(&fw.w, dir);
+	wait_init(&fw.w, fw.dir);
 	wait_watch_dir(&fw.w);
 	for (;;) {
 		int64_t left = deadline < 0 ? INT64_MAX : deadline - io_now_ms();
@@ -212,14 +273,14 @@ static int wait_free(const char *path, int timeout_ms)
 		if (r < 0)
 			break;
 	}
-	wait_drop_kept(&fw.w, &fw.fd);
-	drop_pidfd(&fw);
-	wait_close(&fw.w);
-	free(dir);
+	free_wait_end(&fw);
 	return r == 1 ? 0 : r;
 }
 
 PIDLOCK_EXPORT int pidlock_wait_free(const char *path, int timeout_ms)
 {
-	return io_rc_filter(wait_free(path, timeout_ms));
+	int old = cancel_off(), r = wait_free(path, timeout_ms, old);
+
+	cancel_restore(old);
+	return io_rc_filter(r);
 }

@@ -109,7 +109,10 @@ static int parse_stat(const char *buf, char *state, unsigned long long *flags,
  * When did pid start, in CLOCK_REALTIME ns by today's clock?
  * 1: *start_ns is it; 0: pid is no process that can write a file
  * (gone; a zombie, which has exited and only waits for its parent; a
- * kernel thread); -errno: unknown.
+ * kernel thread); -errno: unknown.  The state in /proc/PID/stat is the
+ * leader thread's: 'Z' once the leader has called pthread_exit(3),
+ * while the process's other threads may work on, so a 'Z' is only a
+ * reason to ask pid_group_alive(), the judge.
  */
 static int process_start(pid_t pid, int64_t *start_ns)
 {
@@ -124,15 +127,16 @@ static int process_start(pid_t pid, int64_t *start_ns)
 	 * (hidepid=2 answers ENOENT for other users' processes, and a /proc
 	 * of another pid namespace has no such entry), and its start is
 	 * unknown. */
-	if ((n == -ENOENT || n == -ESRCH) && !io_pid_alive(pid))
+	if ((n == -ENOENT || n == -ESRCH) && !pid_group_alive(pid))
 		return 0;
 	if (n < 0)
 		return (int)n;
 	r = parse_stat(buf, &state, &flags, &ticks);
 	if (r < 0)
 		return r;
-	if (state == 'Z' || state == 'X' || state == 'x' ||
-	    (flags & TASK_KTHREAD))
+	if (flags & TASK_KTHREAD)
+		return 0;
+	if (strchr("ZXx", state) && !pid_group_alive(pid))
 		return 0;
 	boot = boot_realtime_ns();
 	if (hz <= 0 || boot < 0)
@@ -170,7 +174,7 @@ bool writer_may_hold(pid_t pid, const struct stat *st)
 	int64_t start = 0, boot;
 	int r;
 
-	if (pid <= 0 || !io_pid_alive(pid))
+	if (pid <= 0 || !pid_group_alive(pid))
 		return false;
 	/* Every process alive now started after the boot: implied below,
 	 * and the one test left where the start cannot be read. */

@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "../lib/alive.h"
 
 /* ---- human-readable pieces ---------------------------------------- */
 
@@ -67,11 +67,6 @@ void format_kinds(unsigned int kinds, char *buf, size_t size)
 }
 
 /* ---- who holds the kernel lock ------------------------------------ */
-
-static bool pid_runs(pid_t pid)
-{
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
-}
 
 /* Does this fdinfo text list a lock whose line holds `want` (a file
  * " MAJ:MIN:INO ", or " PID MAJ:MIN:INO "), a write lock if `write`? */
@@ -149,7 +144,7 @@ static pid_t scan_processes(const char *want, bool write)
 
 		if (*end || pid <= 0 || pid == (long)getpid())
 			continue;
-		if (process_holds(pid, want, write) && pid_runs((pid_t)pid))
+		if (process_holds(pid, want, write) && pid_group_alive((pid_t)pid))
 			found = (pid_t)pid;
 	}
 	(void)closedir(d);	/* read-only, as above */
@@ -171,7 +166,7 @@ static struct holder_pid live_holder(pid_t taker, const char *file)
 	struct holder_pid h = { taker, 0, false };
 	char want[96];
 
-	if (pid_runs(taker))
+	if (pid_group_alive(taker))
 		return h;
 	text_set(want, sizeof(want), " %d%s", (int)taker, file);
 	h.pid = scan_processes(want, false);
@@ -199,7 +194,7 @@ static pid_t kernel_holder(const char *path, const struct pidlock_info *info)
 
 	if (!info->kernel_locks)
 		return 0;
-	if (pid_runs(info->kernel_pid))
+	if (pid_group_alive(info->kernel_pid))
 		return info->kernel_pid;
 	if (lstat(path, &st) < 0)
 		return 0;
