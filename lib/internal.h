@@ -2,6 +2,7 @@
 #ifndef PIDLOCK_INTERNAL_H
 #define PIDLOCK_INTERNAL_H
 
+#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "pidlock.h"
 #include "alive.h"
@@ -234,7 +236,18 @@ int64_t io_now_sec(void);
 int64_t io_now_ms(void);
 int64_t io_mtime_ns(const struct stat *st);
 int64_t io_grace_left_ms(const struct stat *st, unsigned int grace_ms);
-void io_close_keep_errno(int fd);
+/* close(2) in cleanup, of a descriptor whose close has nothing to
+ * report (read-only, or its locks already dropped); errno stays the
+ * caller's.  Inline: files of every layer use it, and a call into io.c
+ * would tie them to what io.c calls. */
+static inline void io_close_keep_errno(int fd)
+{
+	int saved = errno;
+
+	if (fd >= 0)
+		(void)close(fd);
+	errno = saved;
+}
 
 /* proclocks.c: fn gets each line, without its newline; nonzero stops. */
 typedef int (*proclocks_fn)(char *line, void *arg);

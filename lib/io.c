@@ -212,15 +212,6 @@ int64_t io_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void io_close_keep_errno(int fd)
-{
-	int saved = errno;
-
-	if (fd >= 0)
-		(void)close(fd);
-	errno = saved;
-}
-
 /*
  * How much of the grace period after the file's last write is left.
  * Whoever may write the file may set any mtime (tmpfs keeps all 64
