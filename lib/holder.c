@@ -422,8 +422,14 @@ static int holder_pidfds(const char *path, int *pidfds, pid_t *pids,
 	return r == -EAGAIN ? -EREMOTE : r;
 }
 
+/* Not cancellable (cancel.c): a cancellation in the /proc walk would
+ * leave the pidfds opened so far, which the caller never learns of. */
 PIDLOCK_EXPORT int pidlock_holder_pidfds(const char *path, int *pidfds,
 					 pid_t *pids, unsigned int n)
 {
-	return io_rc_filter(holder_pidfds(path, pidfds, pids, n));
+	int old = cancel_off();
+	int r = holder_pidfds(path, pidfds, pids, n);
+
+	cancel_restore(old);
+	return io_rc_filter(r);
 }

@@ -384,16 +384,26 @@ static int record_host(const char *path, char *host, size_t size)
 	return host_foreign(&c);
 }
 
+/* These two run to their end (cancel.c): a cancellation inside would
+ * leave the descriptor of the file, or of /proc/locks, open. */
 PIDLOCK_EXPORT int pidlock_record_host(const char *path, char *host,
 				       size_t size)
 {
-	return io_rc_filter(record_host(path, host, size));
+	int old = cancel_off();
+	int r = record_host(path, host, size);
+
+	cancel_restore(old);
+	return io_rc_filter(r);
 }
 
 PIDLOCK_EXPORT int pidlock_inspect(const char *path, struct pidlock_info *info,
 				   unsigned int stale_sec)
 {
-	return io_rc_filter(inspect(path, info, stale_sec, KLOCK_TORN_READS));
+	int old = cancel_off();
+	int r = inspect(path, info, stale_sec, KLOCK_TORN_READS);
+
+	cancel_restore(old);
+	return io_rc_filter(r);
 }
 
 /* Whether, not by whom: one reading of a torn /proc/locks (slots.c). */
@@ -426,8 +436,7 @@ static uint32_t still_hidden(const struct pidlock *lock)
 	return kv.hidden;
 }
 
-PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,
-				  struct pidlock_info *info)
+static int holder(const struct pidlock *lock, struct pidlock_info *info)
 {
 	struct klock_holders h;
 	dev_t dev;
@@ -458,6 +467,17 @@ PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,
 	info->shared = h.shared;
 	info->holders = h.flock_rows > h.ofd_rows ? h.flock_rows : h.ofd_rows;
 	return 0;
+}
+
+/* Runs to its end: a cancellation would leave /proc/locks open. */
+PIDLOCK_EXPORT int pidlock_holder(const struct pidlock *lock,
+				  struct pidlock_info *info)
+{
+	int old = cancel_off();
+	int r = holder(lock, info);
+
+	cancel_restore(old);
+	return r;
 }
 
 PIDLOCK_EXPORT const char *pidlock_state_name(enum pidlock_state state)

@@ -319,6 +319,67 @@ START_TEST(cancelled_wait_closes_all)
 }
 END_TEST
 
+/*
+ * A cancellation pending as the call begins acts at its first
+ * cancellation point, inside it (an open(2) of /proc or of the file),
+ * unless the call runs to its end: then at the thread's own
+ * pthread_testcancel(), where the handler closes the pidfds it got.
+ */
+struct look {
+	const char *path;
+	int pidfds[8];
+	int n;
+};
+
+static void close_got(void *arg)
+{
+	struct look *l = arg;
+
+	for (int i = 0; i < l->n; i++)
+		(void)close(l->pidfds[i]);
+}
+
+static void *look_cancelled(void *arg)
+{
+	struct look *l = arg;
+	struct pidlock_info info;
+	pid_t pids[8];
+	int old, r;
+
+	l->n = 0;
+	pthread_cleanup_push(close_got, l);
+	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	(void)pthread_cancel(pthread_self());
+	(void)pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+	(void)pidlock_inspect(l->path, &info, 0);
+	r = pidlock_holder_pidfds(l->path, l->pidfds, pids, 8);
+	l->n = r > 0 ? r : 0;
+	pthread_testcancel();
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+START_TEST(cancelled_looks_close_all)
+{
+	struct look l = { .path = tu_path("h.lock") };
+	struct tu_child holder;
+	void *ret = NULL;
+	pthread_t t;
+	int fds0;
+
+	tu_hold(&holder, l.path, 0);
+	fds0 = tu_count_fds();
+	ck_assert_int_eq(pthread_create(&t, NULL, look_cancelled, &l), 0);
+	ck_assert_int_eq(pthread_join(t, &ret), 0);
+	ck_assert_ptr_eq(ret, PTHREAD_CANCELED);
+	/* The calls ran to their end: the holder's pidfd was handed out,
+	 * and closed by the handler; nothing else stayed open. */
+	ck_assert_int_eq(l.n, 1);
+	ck_assert_int_eq(tu_count_fds(), fds0);
+	tu_kill(&holder);
+}
+END_TEST
+
 int main(void)
 {
 	const struct tu_case cases[] = {
@@ -327,6 +388,7 @@ int main(void)
 		{ judged_without_pidfds, 1 },
 		{ lease_does_not_end_wait, 2 },
 		{ cancelled_wait_closes_all, 1 },
+		{ cancelled_looks_close_all, 1 },
 		{ NULL, 0 },
 	};
 
