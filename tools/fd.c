@@ -59,17 +59,11 @@ static const char *unusable_why(int fd)
 		return "is not open (open the lock file first: exec FD<>FILE)";
 	if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode))
 		return "is not a regular file";
+	/* FD> and FD>> are flock(1)'s own examples: the library reads and
+	 * writes the record of those through a second open of the inode. */
 	if ((fl & O_ACCMODE) == O_RDONLY)
 		return "is open for reading only (FD<FILE): the lock needs "
-		       "reading and writing; open it with exec FD<>FILE";
-	if ((fl & O_ACCMODE) == O_WRONLY)
-		return "is open for writing only (FD>FILE or FD>>FILE): FD> "
-		       "empties the file as the shell opens it, wiping the "
-		       "record of whoever holds the lock; open it with "
-		       "exec FD<>FILE, which never truncates";
-	if (fl & O_APPEND)
-		return "is open for appending: the record could not be "
-		       "rewritten in place; open it with exec FD<>FILE";
+		       "writing; open it with exec FD<>FILE (or FD>>FILE)";
 	return NULL;
 }
 
@@ -213,7 +207,7 @@ static int failed(const struct opts *o, const char *path, int err,
 	if (err == ESTALE)
 		return stale(o, path, done);
 	if (err == EBADF) {
-		warn_msg("descriptor %d is not open for reading and writing "
+		warn_msg("descriptor %d is not open for writing "
 			 "(exec %d<>FILE)", o->fd, o->fd);
 		return EX_USAGE;
 	}
