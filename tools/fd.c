@@ -214,6 +214,27 @@ static int failed(const struct opts *o, const char *path, int err,
 	return fail_path(path, err);
 }
 
+/*
+ * Busy, on an empty file through a descriptor that the shell opened with
+ * FD>: that open emptied the holder's record, if it had one, before we ran
+ * (the kernel locks still exclude, but a spec-only locker sees an empty
+ * file).  Say so, with the forms that never truncate, while the cause is
+ * at hand.
+ */
+static void say_truncated(const struct opts *o, const char *path)
+{
+	struct stat st;
+	int fl = fcntl(o->fd, F_GETFL);
+
+	if (o->quiet || fl < 0 || (fl & O_ACCMODE) != O_WRONLY ||
+	    (fl & O_APPEND) || fstat(o->fd, &st) < 0 || st.st_size != 0)
+		return;
+	warn_file(path, "descriptor %d is open for writing (%d>FILE), which "
+		  "emptied the file as the shell opened it, and any holder's "
+		  "record with it; open it with %d>>FILE or %d<>FILE, which "
+		  "never truncate", o->fd, o->fd, o->fd, o->fd);
+}
+
 int cmd_fd(const struct opts *o)
 {
 	char path[PATH_MAX + 16];
@@ -236,8 +257,10 @@ int cmd_fd(const struct opts *o)
 	pidlock_free(lock);	/* it holds nothing: the shell's fd does */
 	if (r < 0)
 		return failed(o, path, -r, "");
-	if (r > 0)
+	if (r > 0) {
+		say_truncated(o, path);
 		return o->conflict_code;
+	}
 	if (o->verbose)
 		warn_file(path, "locked through descriptor %d of process %ld",
 			  o->fd, (long)mine.fd_pid);

@@ -197,7 +197,13 @@ size=$(stat -c %s x.lock)
 bash -c 'exec 8>x.lock; "$PIDLOCK" -n 8; exit $?' 2> wo.err
 [ $? -eq 1 ] || fail "a 9> descriptor beside a holder: not busy (1): $(cat wo.err)"
 [ "$(stat -c %s x.lock)" = 0 ] || fail "8> did not truncate"
-pass "9> beside a holder: busy (1); the shell's open emptied the holder's record"
+grep -q "8>>FILE or 8<>FILE, which never truncate" wo.err ||
+	fail "no word of the truncation: $(cat wo.err)"
+pass "9> beside a holder: busy (1); the shell's open emptied the holder's record, and pidlock says so"
+bash -c 'exec 8>>x.lock; "$PIDLOCK" -n 8; exit $?' 2> ap.err
+[ $? -eq 1 ] || fail "a 9>> descriptor beside a holder: not busy (1): $(cat ap.err)"
+! grep -q "truncate" ap.err || fail "9>> said to truncate: $(cat ap.err)"
+pass "9>> beside a holder: busy (1), no word of truncation"
 expect 1 "the shell still holds: flock -n fails" -- flock -n x.lock true
 expect 0 "the holder restores its record with pidlock -n 9" -- "$PIDLOCK" -n 9
 [ "$(field x.lock pid)" = "$$" ] || fail "record not restored: $(cat x.lock)"
