@@ -246,18 +246,24 @@ static bool pidfile_held(struct pidlock *lock, const struct content *c,
  * 1: decided by what the file holds now; 0: wait out the grace.
  */
 static int nobody_writing(int fd, struct stat *st, struct content *c,
-			  const struct pidlock *lock)
+			  struct pidlock *lock)
 {
 	bool lock_file = false;
-	int r;
+	int r, alone;
 
 	if (io_grace_left_ms(st, lock->set.grace_ms) <= 0)
 		return 0;
-	if (lease_alone(fd, st, lock->set.grace_ms) != 1)
+	/* Our own second open of a borrowed description is nobody else's. */
+	adopt_io_suspend(lock);
+	alone = lease_alone(fd, st, lock->set.grace_ms);
+	r = adopt_io_resume(lock, fd);
+	if (r < 0)
+		return r;
+	if (alone != 1)
 		return 0;
 	if (fstat(fd, st) < 0)
 		return -errno;
-	r = read_record(fd, st, c, &lock_file);
+	r = read_record(io_read_fd(lock, fd), st, c, &lock_file);
 	if (r == 0 && !lock_file)
 		r = -EBADMSG;
 	return r < 0 ? r : 1;
@@ -294,7 +300,7 @@ static int wait_for_writer(struct pidlock *lock, int fd,
 			r = -errno;
 			break;
 		}
-		r = read_record(fd, &now, c, &lock_file);
+		r = read_record(io_read_fd(lock, fd), &now, c, &lock_file);
 		if (r == 0 && !lock_file)
 			r = -EBADMSG;
 		if (r < 0 || !incomplete(c))
@@ -334,8 +340,8 @@ static int takeover(struct pidlock *lock, int fd, const struct stat *st,
 		    const struct content *c)
 {
 	pid_t pid = lock->hold.fd_pid ? lock->hold.fd_pid : self_pid();
-	int r = io_write_record(lock, fd, pid, must_keep(lock, c),
-				(size_t)st->st_size);
+	int r = io_write_record(lock, io_write_fd(lock, fd), pid,
+				must_keep(lock, c), (size_t)st->st_size);
 
 	if (r < 0)
 		return r;
@@ -388,7 +394,7 @@ static int unreadable(struct pidlock *lock, int fd, struct stat *st,
 		return r;
 	if (!lock->set.shared)
 		return -EBADMSG;
-	n = io_read_settled(fd, buf, sizeof(buf), st);
+	n = io_read_settled(io_read_fd(lock, fd), buf, sizeof(buf), st);
 	if (n < 0)
 		return (int)n;
 	if (!content_is_lock_file(buf, (size_t)n, (int64_t)st->st_size))
@@ -403,7 +409,7 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 {
 	bool lock_file = false;
 	struct content c;
-	int r = read_record(fd, st, &c, &lock_file);
+	int r = read_record(io_read_fd(lock, fd), st, &c, &lock_file);
 
 	/* Rule C, a live writer: a running daemon's pidfile, a dotlock.
 	 * Busy, whatever else: liblockfile publishes by link(2), so its

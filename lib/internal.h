@@ -77,6 +77,16 @@ struct pidlock {
 					 * const handle */
 		int wait_ifd;	/* the wait's inotify, closed after release */
 	} hold;
+	/* pidlock_lock_fd() and pidlock_unlock_fd() on a caller's
+	 * description that cannot read, or that appends (a shell's 9> and
+	 * 9>>): the record is read, and if need be written, through a
+	 * second open of the same inode (adopt.c), while the kernel locks,
+	 * the lease test and the inode checks stay on the caller's. */
+	struct {
+		bool on;
+		int rfd;	/* reads the record */
+		int wfd;	/* writes it in place */
+	} io;
 	/* An event loop's wait (async.c), kept between its calls: begun
 	 * by its first call, over when it ends or is cancelled. */
 	struct {
@@ -227,6 +237,17 @@ bool pidns_judged(const struct content *c);
 /* io.c */
 int io_rc_filter(int r);
 ssize_t io_read_bounded(int fd, char *buf, size_t size);
+/* The descriptor the record of `fd` is read, or written, through:
+ * fd itself, or the second open of a borrowed description (lock->io). */
+static inline int io_read_fd(const struct pidlock *lock, int fd)
+{
+	return lock->io.on ? lock->io.rfd : fd;
+}
+
+static inline int io_write_fd(const struct pidlock *lock, int fd)
+{
+	return lock->io.on ? lock->io.wfd : fd;
+}
 ssize_t io_read_settled(int fd, char *buf, size_t size, struct stat *st);
 int io_write_content(int fd, const char *buf, size_t len, size_t old_len,
 		     bool sync);
@@ -296,6 +317,10 @@ int existing_names_inode(const struct pidlock *lock, int fd, struct stat *st);
 int existing_same_inode(struct pidlock *lock, int fd, struct stat *st);
 bool path_replaced(int r);
 int existing_try(struct pidlock *lock, int64_t deadline, int *fdp);
+/* adopt.c: the second open of a borrowed description, closed around
+ * the lease test (lock->io). */
+void adopt_io_suspend(struct pidlock *lock);
+int adopt_io_resume(struct pidlock *lock, int fd);
 int existing_lock_fd(struct pidlock *lock, int fd, int64_t deadline);
 
 /* self.c */

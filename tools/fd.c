@@ -59,17 +59,11 @@ static const char *unusable_why(int fd)
 		return "is not open (open the lock file first: exec FD<>FILE)";
 	if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode))
 		return "is not a regular file";
+	/* FD> and FD>> are flock(1)'s own examples: the library reads and
+	 * writes the record of those through a second open of the inode. */
 	if ((fl & O_ACCMODE) == O_RDONLY)
 		return "is open for reading only (FD<FILE): the lock needs "
-		       "reading and writing; open it with exec FD<>FILE";
-	if ((fl & O_ACCMODE) == O_WRONLY)
-		return "is open for writing only (FD>FILE or FD>>FILE): FD> "
-		       "empties the file as the shell opens it, wiping the "
-		       "record of whoever holds the lock; open it with "
-		       "exec FD<>FILE, which never truncates";
-	if (fl & O_APPEND)
-		return "is open for appending: the record could not be "
-		       "rewritten in place; open it with exec FD<>FILE";
+		       "writing; open it with exec FD<>FILE (or FD>>FILE)";
 	return NULL;
 }
 
@@ -213,11 +207,32 @@ static int failed(const struct opts *o, const char *path, int err,
 	if (err == ESTALE)
 		return stale(o, path, done);
 	if (err == EBADF) {
-		warn_msg("descriptor %d is not open for reading and writing "
+		warn_msg("descriptor %d is not open for writing "
 			 "(exec %d<>FILE)", o->fd, o->fd);
 		return EX_USAGE;
 	}
 	return fail_path(path, err);
+}
+
+/*
+ * Busy, on an empty file through a descriptor that the shell opened with
+ * FD>: that open emptied the holder's record, if it had one, before we ran
+ * (the kernel locks still exclude, but a spec-only locker sees an empty
+ * file).  Say so, with the forms that never truncate, while the cause is
+ * at hand.
+ */
+static void say_truncated(const struct opts *o, const char *path)
+{
+	struct stat st;
+	int fl = fcntl(o->fd, F_GETFL);
+
+	if (o->quiet || fl < 0 || (fl & O_ACCMODE) != O_WRONLY ||
+	    (fl & O_APPEND) || fstat(o->fd, &st) < 0 || st.st_size != 0)
+		return;
+	warn_file(path, "descriptor %d is open for writing (%d>FILE), which "
+		  "emptied the file as the shell opened it, and any holder's "
+		  "record with it; open it with %d>>FILE or %d<>FILE, which "
+		  "never truncate", o->fd, o->fd, o->fd, o->fd);
 }
 
 int cmd_fd(const struct opts *o)
@@ -242,8 +257,10 @@ int cmd_fd(const struct opts *o)
 	pidlock_free(lock);	/* it holds nothing: the shell's fd does */
 	if (r < 0)
 		return failed(o, path, -r, "");
-	if (r > 0)
+	if (r > 0) {
+		say_truncated(o, path);
 		return o->conflict_code;
+	}
 	if (o->verbose)
 		warn_file(path, "locked through descriptor %d of process %ld",
 			  o->fd, (long)mine.fd_pid);

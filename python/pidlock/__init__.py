@@ -70,9 +70,12 @@ and keeps each class's singletons apart.  What differs:
 * SoftFileLock, BaseFileLock, WindowsFileLock, and the async classes and
   ``lifetime`` of later filelock releases are not provided.
 
-The library is loaded as libpidlock.so.0; the environment variable
-PIDLOCK_LIBRARY names another file (tests in the build tree use
-lib/.libs/libpidlock.so.0).  Binding: ctypes, no compiled code, no
+The library is libpidlock.so.0 of the module's own installation (the
+libdir make install put it in: ./configure --prefix=/opt/x needs no
+LD_LIBRARY_PATH), else the system's; the environment variable
+PIDLOCK_LIBRARY names another file, tried alone (tests in the build tree
+use lib/.libs/libpidlock.so.0).  When none loads, the ImportError names
+each file tried and why it failed.  Binding: ctypes, no compiled code, no
 dependency outside the standard library.
 """
 

@@ -194,11 +194,16 @@ exec 9<>x.lock
 expect 0 "pidlock -n 9" -- "$PIDLOCK" -n 9
 size=$(stat -c %s x.lock)
 [ "$size" -gt 0 ] || fail "no record"
-bash -c 'exec 8>x.lock; exec "$PIDLOCK" -n 8' 2> wo.err
-[ $? -eq 64 ] || fail "a 9> descriptor was not refused with 64"
+bash -c 'exec 8>x.lock; "$PIDLOCK" -n 8; exit $?' 2> wo.err
+[ $? -eq 1 ] || fail "a 9> descriptor beside a holder: not busy (1): $(cat wo.err)"
 [ "$(stat -c %s x.lock)" = 0 ] || fail "8> did not truncate"
-grep -q "empties the file" wo.err || fail "no word of truncation: $(cat wo.err)"
-pass "9>: the shell's open empties a held lock's record; pidlock refuses it (64)"
+grep -q "8>>FILE or 8<>FILE, which never truncate" wo.err ||
+	fail "no word of the truncation: $(cat wo.err)"
+pass "9> beside a holder: busy (1); the shell's open emptied the holder's record, and pidlock says so"
+bash -c 'exec 8>>x.lock; "$PIDLOCK" -n 8; exit $?' 2> ap.err
+[ $? -eq 1 ] || fail "a 9>> descriptor beside a holder: not busy (1): $(cat ap.err)"
+! grep -q "truncate" ap.err || fail "9>> said to truncate: $(cat ap.err)"
+pass "9>> beside a holder: busy (1), no word of truncation"
 expect 1 "the shell still holds: flock -n fails" -- flock -n x.lock true
 expect 0 "the holder restores its record with pidlock -n 9" -- "$PIDLOCK" -n 9
 [ "$(field x.lock pid)" = "$$" ] || fail "record not restored: $(cat x.lock)"
