@@ -123,6 +123,7 @@ touch -d '1 minute ago' reused.pid
 wait_until grep -q '^Name:[[:space:]]*exampled$' "/proc/$innocent/status"
 "$PIDLOCK" --stop --retry KILL/1 --legacy-exec ./exampled reused.pid 2> err
 rc=$?
+alive "$innocent" || fail "--stop signalled the process that got the pid later"
 [ $rc -eq 0 ] || fail "--stop on a reused pid: exit $rc: $(cat err)"
 grep -q "reused pid" err || fail "no word of the reused pid: $(cat err)"
 expect 1 "--signal on a reused pid: free, nothing sent" -- \
