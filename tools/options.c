@@ -177,8 +177,8 @@ static void usage(void)
 		"--list [--json] DIRECTORY",
 		"--remove LOCKFILE...",
 		"--signal SIG [--slots N] LOCKFILE",
-		"--stop [-w SECONDS | --retry SCHEDULE] [--signal SIG]\n"
-		"        [--legacy-exec PATH] [--legacy-name NAME] LOCKFILE",
+		"--stop [-w SECONDS | --retry SCHEDULE] [--signal SIG] LOCKFILE",
+		"--signal SIG | --stop ... --legacy-exec PATH LOCKFILE",
 		"--wait-free [-w SECONDS] [--slots N] LOCKFILE",
 		"[-n | -w SECONDS] FD",
 		"[options] --fd FD COMMAND [ARG...]",
