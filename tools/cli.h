@@ -2,7 +2,8 @@
 /*
  * pidlock(1): what the files of the tool share.  One file a mode, and
  * the calls between files go one way only, never in a circle:
- * main -> options, run, status, list, remove, fd, control; remove, fd ->
+ * main -> options, run, status, list, remove, fd, control; control ->
+ * legacy; remove, fd ->
  * run (taking the lock); run -> slots (taking one of N slots); run, list
  * -> status (describing a holder, JSON); options -> control (signal
  * names); all -> util;
@@ -79,6 +80,8 @@ struct opts {
 	int nsteps;
 	int repeat_from;	/* --retry's forever: the step after the
 				 * last goes back to; -1: the schedule ends */
+	const char *legacy_exec;	/* --legacy-exec PATH (legacy.c) */
+	const char *legacy_name;	/* --legacy-name NAME */
 };
 
 /* options.c: 0 run with *o; 1 done (--help, --version); -code: exit. */
@@ -109,6 +112,11 @@ int cmd_stop(const struct opts *o);
 int cmd_wait_free(const struct opts *o);
 int parse_signal(const char *s);
 const char *signal_abbrev(int sig);
+
+/* legacy.c: a pidfile holder with no kernel lock, --legacy-exec or
+ * --legacy-name; -1 when the file is none (the kernel-lock path runs). */
+int legacy_control(const struct opts *o);
+void say_holders_gone(const char *path, const pid_t *pids, unsigned int n);
 
 /* list.c */
 int cmd_list(const struct opts *o);

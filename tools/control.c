@@ -183,7 +183,10 @@ static int say_unproven(const char *path, int err)
 	const char *why =
 		err == ENOLCK ? "its holder holds no kernel lock (a pid file, a "
 				"dotlock or a spec-only record), and a pid read "
-				"from a file is never signalled" :
+				"from a file is never signalled on its own (a "
+				"daemon's pidfile: --legacy-exec PATH or "
+				"--legacy-name NAME signals its process if it "
+				"is that daemon's)" :
 		err == EREMOTE ? "its holder is out of sight (in another pid "
 				 "namespace, or on another host)" :
 		"its holder's descriptors cannot be read (another user's "
@@ -337,6 +340,11 @@ int cmd_signal(const struct opts *o)
 
 	if (!t)
 		return fail_path(o->files[0], ENOMEM);
+	code = legacy_control(o);
+	if (code >= 0) {
+		free_targets(t, n);
+		return code;
+	}
 	code = look_up_all(t, n, &held);
 	if (code == 0 && held)
 		code = signal_all(o, t, n, o->signal, &sent, &gone);
@@ -404,6 +412,11 @@ int cmd_stop(const struct opts *o)
 
 	if (!t)
 		return fail_path(o->files[0], ENOMEM);
+	code = legacy_control(o);
+	if (code >= 0) {
+		free_targets(t, n);
+		return code;
+	}
 	code = look_up_all(t, n, &held);
 	if (code == 0 && held == 0 && o->verbose)
 		warn_file(o->files[0], "already free; nothing was sent");
@@ -416,9 +429,7 @@ int cmd_stop(const struct opts *o)
 			say_free(o, start, "free");
 	}
 	if (code == 1 && holders_gone(t, n))
-		warn_file(o->files[0], "still held: the holders signalled have "
-			  "exited, and another process that took the lock since "
-			  "holds it; it was not signalled");
+		say_holders_gone(t[0].path, t[0].pids, n == 1 ? t[0].n : 0);
 	else if (code == 1)
 		warn_file(o->files[0], "still held at the end of the wait");
 	free_targets(t, n);

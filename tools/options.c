@@ -42,6 +42,8 @@ enum {
 	OPT_STOP,
 	OPT_RETRY,
 	OPT_WAIT_FREE,
+	OPT_LEGACY_EXEC,
+	OPT_LEGACY_NAME,
 };
 
 /* Modes an option is allowed in, as bits. */
@@ -137,6 +139,10 @@ struct optdef {
 "     --retry SCHEDULE         with --stop: SIG/SECONDS/SIG/SECONDS..., such as\n" \
 "                              TERM/5/KILL/2; a lone T means SIG/T/KILL/T;\n" \
 "                              'forever' marks where it starts again\n" \
+"     --legacy-exec PATH       with --signal, --stop: also a legacy daemon's\n" \
+"                              pidfile (a pid, no kernel lock) whose process\n" \
+"                              runs PATH and started before the file was\n" \
+"                              written; --legacy-name NAME: is called NAME\n" \
 "     --wait-free LOCKFILE     wait until nobody holds it, without taking it\n" \
 "                              (-w SECONDS: at most that long)\n" \
 "     --slots N                with these: every slot, LOCKFILE.0 to .N-1\n" \
@@ -172,6 +178,7 @@ static void usage(void)
 		"--remove LOCKFILE...",
 		"--signal SIG [--slots N] LOCKFILE",
 		"--stop [-w SECONDS | --retry SCHEDULE] [--signal SIG] LOCKFILE",
+		"--signal SIG | --stop ... --legacy-exec PATH LOCKFILE",
 		"--wait-free [-w SECONDS] [--slots N] LOCKFILE",
 		"[-n | -w SECONDS] FD",
 		"[options] --fd FD COMMAND [ARG...]",
@@ -353,6 +360,26 @@ static int set_retry(struct opts *o, const char *arg)
 	return 0;
 }
 
+/* --legacy-exec, --legacy-name: the opt-in to signal a pidfile's pid
+ * that no kernel lock backs, if its process is this (legacy.c). */
+static int set_legacy_exec(struct opts *o, const char *arg)
+{
+	if (!arg[0])
+		return usage_error("%s", "--legacy-exec needs the daemon's "
+				   "executable, such as /usr/sbin/exampled");
+	o->legacy_exec = arg;
+	return 0;
+}
+
+static int set_legacy_name(struct opts *o, const char *arg)
+{
+	if (!arg[0])
+		return usage_error("%s", "--legacy-name needs the daemon's "
+				   "process name, such as exampled");
+	o->legacy_name = arg;
+	return 0;
+}
+
 static int show_help(struct opts *o, const char *arg)
 {
 	(void)o;
@@ -454,6 +481,10 @@ static const struct optdef options[] = {
 	MODE("stop", OPT_STOP, MODE_STOP),
 	CALL("retry", OPT_RETRY, required_argument, set_retry, M_STOP),
 	MODE("wait-free", OPT_WAIT_FREE, MODE_WAIT_FREE),
+	CALL("legacy-exec", OPT_LEGACY_EXEC, required_argument,
+	     set_legacy_exec, M_SIGNAL | M_STOP),
+	CALL("legacy-name", OPT_LEGACY_NAME, required_argument,
+	     set_legacy_name, M_SIGNAL | M_STOP),
 	CALL("fd", OPT_FD, required_argument, set_fd, M_FD),
 	CALL("command", 'c', required_argument, set_command, M_RUN | M_FD),
 };
@@ -570,6 +601,10 @@ static int check_combinations(const struct opts *o, const struct parser *p)
 		return usage_error("%s", "--exec and --close exclude each other: the lock would end at exec");
 	if (o->slots && (o->flags & PIDLOCK_SHARED))
 		return usage_error("%s", "--shared and --slots exclude each other: a slot has one holder");
+	if (o->slots && (o->legacy_exec || o->legacy_name))
+		return usage_error("%s", "--slots and --legacy-exec or "
+				   "--legacy-name exclude each other: a slot is "
+				   "never a legacy pidfile");
 	if (o->retry && o->timeout_set)
 		return usage_error("%s", "-w and --retry exclude each other: the "
 				   "schedule says how long each step waits");

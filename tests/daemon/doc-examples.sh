@@ -3,7 +3,9 @@
 # The service files of doc/examples, with examples/daemon in them:
 #  - systemd-analyze verify finds nothing to say about the unit;
 #  - the SysV init script starts, reports (LSB status_of_proc, which reads
-#    the first line with pidofproc), stops, and restarts after a SIGKILL.
+#    the first line with pidofproc), stops, and restarts after a SIGKILL;
+#  - its restart across the upgrade from a hand-written pidfile stops the
+#    legacy daemon (pidlock --stop --legacy-exec) and starts the new one.
 # Run under tests/daemon/reaper (see flow-example.sh).
 set -eu
 top=${srcdir:-.}
@@ -69,4 +71,34 @@ wait_gone "$p2"
 [ "$(status)" = 3 ] || fail "init status after stop: want 3"
 init stop >/dev/null || fail "init stop when stopped"
 echo "ok 4 - init stop: daemon and file gone, status 3"
-echo "1..4"
+
+# --- restart across the upgrade from a hand-written pidfile -----------------
+# The version before the migration: $tmp/exampled (a copy of sleep(1))
+# writes its bare pid itself and holds no lock.  The upgrade replaces
+# $tmp/exampled by the new daemon, then restarts: stop must find the old
+# one (its executable now "$tmp/exampled (deleted)"), and start the new.
+exampled=$tmp/exampled
+cp "$(command -v sleep)" "$exampled"
+sh -c 'echo $$ > "$0"; exec "$1" 300' "$pidfile" "$exampled" &
+old=$!
+i=0
+until [ "$(head -n1 "$pidfile" 2>/dev/null)" = "$old" ] &&
+	grep -q '^Name:[[:space:]]*exampled$' "/proc/$old/status"; do
+	i=$((i + 1)); [ $i -le 500 ] || fail "the legacy daemon did not start"; sleep 0.02
+done
+rm -f "$exampled"
+cp "$daemon" "$exampled"
+out=$(DAEMON=$exampled PIDFILE=$pidfile PIDLOCK=$PWD/tools/pidlock \
+	sh "$top/doc/examples/daemon.init" restart 2>&1) ||
+	fail "init restart across the upgrade: $out"
+case $out in *failed*) fail "init restart across the upgrade: $out";; esac
+wait "$old" || [ $? -eq 143 ] || fail "the legacy daemon did not die of SIGTERM"
+p3=$(head -n1 "$pidfile")
+[ "$p3" != "$old" ] && alive "$p3" || fail "no new daemon after the restart: $out"
+tr '\0' ' ' < "/proc/$p3/cmdline" | grep -q "^$exampled " ||
+	fail "pid $p3 is not the new daemon"
+DAEMON=$exampled PIDFILE=$pidfile PIDLOCK=$PWD/tools/pidlock \
+	sh "$top/doc/examples/daemon.init" stop >/dev/null || fail "init stop after the upgrade"
+wait_gone "$p3"
+echo "ok 5 - init restart across the upgrade: the legacy daemon (pid $old) stopped, the new one (pid $p3) started"
+echo "1..5"
