@@ -34,7 +34,7 @@
  * `9>>`, as flock(1)'s manual opens it) or that appends (every
  * pwrite(2) would go to the end of the file, after the record it should
  * replace) keeps the kernel locks all the same: its record goes through
- * a second open (split_io()).
+ * a second open (split.c).
  */
 static int check_args(const struct pidlock *lock, int fd)
 {
@@ -48,95 +48,6 @@ static int check_args(const struct pidlock *lock, int fd)
 	if ((fl & O_ACCMODE) == O_RDONLY)
 		return -EBADF;
 	return 0;
-}
-
-/*
- * The second open of a description that cannot read or appends: through
- * /proc/self/fd/N, which names the description's own inode whatever has
- * become of the path since (O_NOFOLLOW would refuse the link itself; it
- * is the kernel's, not one anybody planted), and fstat(2) confirms it.
- * Read-only where only reading is missing; read-write for an appending
- * one, whose record is written through it.  The kernel locks, the lease
- * test and the inode checks stay on fd.
- */
-static int split_open(struct pidlock *lock, int fd, int fl)
-{
-	char link[64];
-	struct stat mine, other;
-	int io;
-
-	(void)snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	io = lease_open(link, ((fl & O_APPEND) ? O_RDWR : O_RDONLY) |
-			      O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (io < 0)
-		return io;
-	if (fstat(fd, &mine) < 0 || fstat(io, &other) < 0) {
-		io_close_keep_errno(io);
-		return -errno;
-	}
-	if (mine.st_dev != other.st_dev || mine.st_ino != other.st_ino) {
-		(void)close(io);	/* nothing written through it yet */
-		return -ESTALE;
-	}
-	lock->io.rfd = io;
-	lock->io.wfd = (fl & O_APPEND) ? io : fd;
-	return 0;
-}
-
-static int split_io(struct pidlock *lock, int fd)
-{
-	int fl = fcntl(fd, F_GETFL), r;
-
-	if (fl < 0)
-		return -errno;
-	if ((fl & O_ACCMODE) == O_RDWR && !(fl & O_APPEND))
-		return 0;
-	r = split_open(lock, fd, fl);
-	if (r == 0)
-		lock->io.on = true;
-	return r;
-}
-
-/* Nothing written through the second open can be lost by its close:
- * every record write syncs (unless PIDLOCK_NO_SYNC), and close(2) does
- * not undo a write. */
-static void split_close(struct pidlock *lock)
-{
-	(void)close(lock->io.rfd);
-	lock->io.rfd = -1;
-	lock->io.wfd = -1;
-}
-
-static void split_io_end(struct pidlock *lock)
-{
-	if (!lock->io.on)
-		return;
-	split_close(lock);
-	lock->io.on = false;
-}
-
-/*
- * Rule C's lease test asks whether anybody else has the file open, and
- * our second open counts as somebody: closed for the test, open again
- * after it (existing.c: nobody_writing()).  Otherwise every lock taken
- * on a file that `9>` has just emptied would wait out the grace.
- */
-void adopt_io_suspend(struct pidlock *lock)
-{
-	if (lock->io.on)
-		split_close(lock);
-}
-
-int adopt_io_resume(struct pidlock *lock, int fd)
-{
-	int fl;
-
-	if (!lock->io.on)
-		return 0;
-	fl = fcntl(fd, F_GETFL);
-	if (fl < 0)
-		return -errno;
-	return split_open(lock, fd, fl);
 }
 
 /* The handle only borrowed the caller's descriptor. */
@@ -301,7 +212,7 @@ static int lock_fd(struct pidlock *lock, int fd, pid_t pid, int timeout_ms)
 	if (r == 0)
 		r = handle_check_dir(lock->set.dir);
 	if (r == 0)
-		r = split_io(lock, fd);
+		r = split_begin(lock, fd);
 	if (r < 0)
 		return io_rc_filter(r);
 	lock->seen.known = false;
@@ -312,7 +223,7 @@ static int lock_fd(struct pidlock *lock, int fd, pid_t pid, int timeout_ms)
 	/* Whatever failed, the description holds none of our kinds. */
 	if (r != TRY_HELD_BY_US)
 		(void)klock_drop(fd, lock->set.kinds);
-	split_io_end(lock);
+	split_end(lock);
 	give_back(lock);
 	return io_rc_filter(r == TRY_HELD_BY_US ? 0 : r);
 }
@@ -392,13 +303,13 @@ static int unlock_fd(struct pidlock *lock, int fd)
 	int rd;
 
 	if (r == 0)
-		r = split_io(lock, fd);
+		r = split_begin(lock, fd);
 	if (r < 0)
 		return io_rc_filter(r);
 	r = holds(lock, fd);
 	if (r == 0)
 		r = mark_released(lock, fd);
-	split_io_end(lock);
+	split_end(lock);
 	/* Like flock(1) -u: the description lets go, whatever it held. */
 	rd = klock_drop(fd, KINDS_ALL);
 	return io_rc_filter(r < 0 ? r : rd);

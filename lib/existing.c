@@ -254,9 +254,9 @@ static int nobody_writing(int fd, struct stat *st, struct content *c,
 	if (io_grace_left_ms(st, lock->set.grace_ms) <= 0)
 		return 0;
 	/* Our own second open of a borrowed description is nobody else's. */
-	adopt_io_suspend(lock);
+	split_suspend(lock);
 	alone = lease_alone(fd, st, lock->set.grace_ms);
-	r = adopt_io_resume(lock, fd);
+	r = split_resume(lock, fd);
 	if (r < 0)
 		return r;
 	if (alone != 1)

@@ -248,6 +248,12 @@ static inline int io_write_fd(const struct pidlock *lock, int fd)
 {
 	return lock->io.on ? lock->io.wfd : fd;
 }
+
+/* split.c: the second open of a description that cannot read or appends */
+int split_begin(struct pidlock *lock, int fd);
+void split_end(struct pidlock *lock);
+void split_suspend(struct pidlock *lock);
+int split_resume(struct pidlock *lock, int fd);
 ssize_t io_read_settled(int fd, char *buf, size_t size, struct stat *st);
 int io_write_content(int fd, const char *buf, size_t len, size_t old_len,
 		     bool sync);
@@ -319,8 +325,6 @@ bool path_replaced(int r);
 int existing_try(struct pidlock *lock, int64_t deadline, int *fdp);
 /* adopt.c: the second open of a borrowed description, closed around
  * the lease test (lock->io). */
-void adopt_io_suspend(struct pidlock *lock);
-int adopt_io_resume(struct pidlock *lock, int fd);
 int existing_lock_fd(struct pidlock *lock, int fd, int64_t deadline);
 
 /* self.c */
