@@ -20,10 +20,24 @@
 #                    environment, else the one this tree was configured
 #                    with), unless "all".  One under tools/ runs the
 #                    tests/cli scripts that `expect:` lines name, unless
-#                    MUTATION_TESTS is given.
+#                    MUTATION_TESTS is given.  "expect": for each
+#                    mutation only the programs that its expect: line
+#                    names (apply.pl tests: a Check test's program, the
+#                    Python suite for a test_ function, tests/cli/X.sh
+#                    for X.sh, every Check program for "*").
 #   MUTATION_DIR     scratch directory (default: a new one under $TMPDIR,
 #                    removed at the end unless KEEP_MUTATION_DIR=1)
 #   MUTATION_TIMEOUT seconds for one mutation's test run (default 600)
+#   MUTATION_DEADLINE a time (seconds since the epoch): the baseline then
+#                    runs one program at a time, just before the first
+#                    mutation that needs it, and notes its time; a
+#                    mutation that would, by those times and the last
+#                    rebuild's, end after the deadline is not run, nor is
+#                    any after it (NOT-RUN, no failure).  The order of
+#                    MUTATIONS is the order of priority.
+#   MUTATION_RESULTS a file to write the result lines to: ID, RESULT,
+#                    FILE, seconds ("12s"), rule, failing tests, by tabs
+#                    (make check-mutations-sample reads them)
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -50,6 +64,7 @@ if [ -z "${PYTHON:-}" ] && [ -f "$src/Makefile" ]; then
 	if [ -n "$PYTHON" ] && [ "$PYTHON" != : ]; then export PYTHON; else unset PYTHON; fi
 fi
 timeout=${MUTATION_TIMEOUT:-600}
+deadline=${MUTATION_DEADLINE:-}
 
 die() { echo "check-mutations: $*" >&2; exit 2; }
 
@@ -73,6 +88,7 @@ trap 'exit 130' INT TERM
 # to that mutation's list, and to no other: it takes a minute.
 dist_test=tests/distributed/run.sh
 tests_for() {
+	if [ "$tests" = expect ]; then expect_tests "$1" "$3"; return; fi
 	case $1 in
 	python/*) [ "$tests" = all ] && echo all || echo "$py_tests" ;;
 	tools/*) [ -n "${MUTATION_TESTS:-}" ] && echo "$tests" || echo "$cli_tests" ;;
@@ -82,6 +98,25 @@ tests_for() {
 	   *) echo "$tests $(own_cli "$2")" ;;
 	   esac ;;
 	esac
+}
+
+# MUTATION_TESTS=expect: the programs that mutation $2's expect line
+# names (of the scratch tree: the sources under test).  "*" is every
+# Check program; a word that names no test (apply.pl shows it "?WORD")
+# runs what a mutation of file $1 runs by default, with a warning.
+expect_tests() {
+	set -f	# "*" is a word here, not a pattern
+	out=
+	for t in $($apply tests "$2" "$work/src"); do
+		case $t in
+		'*') t=$default_tests ;;
+		'?'*) echo "check-mutations: $2: no test ${t#?} in tests/," \
+			"running the default list" >&2
+		      t=$(tests=$default_tests; tests_for "$1" "") ;;
+		esac
+		out="$out $t"
+	done
+	echo "$out" | tr ' ' '\n' | awk 'NF && !seen[$0]++' | tr '\n' ' '
 }
 
 # The tests/cli scripts that expect line $1 names (a library rule that
@@ -142,12 +177,14 @@ mkdir -p "$work/src" "$work/orig"
 	<"$work/files" | xargs -0 cp --parents -t "$work/src") ||
 	die "copying the tree failed"
 
-# The baseline runs what the chosen mutations will run.
+# The baseline runs what the chosen mutations will run (with a deadline:
+# only the library is built first, and each program's baseline waits for
+# the first mutation that runs it).
 base_tests=
-for id in $ids; do
+[ -n "$deadline" ] || for id in $ids; do
 	file=$(echo "$list" | awk -F'\t' -v id="$id" '$1 == id { print $2 }')
 	exp=$(echo "$list" | awk -F'\t' -v id="$id" '$1 == id { print $3 }')
-	for t in $(tests_for "$file" "$exp"); do
+	for t in $(tests_for "$file" "$exp" "$id"); do
 		case " $base_tests " in *" $t "*) ;; *) base_tests="$base_tests $t" ;; esac
 	done
 done
@@ -158,6 +195,7 @@ cd "$work/src" || die "no $work/src"
 echo "check-mutations: configure and build (log: $work/build.log)"
 { autoreconf -fi && ./configure && build "$base_tests"; } >"$work/build.log" 2>&1 ||
 	die "the unmutated scratch tree does not build, see $work/build.log"
+echo "check-mutations: copied, configured and built in $(($(date +%s) - start)) s"
 
 # "prog:test prog:test ..." of the failed tests of the last run.
 failures() {
@@ -181,38 +219,96 @@ failures() {
 clean_results() { find tests -name '*.trs' -o -name '*.log' | \
 	grep -v '^tests/.*/corpus' | xargs rm -f; rm -f test-suite.log; }
 
-echo "check-mutations: baseline run of: $base_tests"
-clean_results
-run_tests "$work/baseline.log" "$base_tests"
-base=$(failures)
-[ -z "$base" ] || die "the unmutated suite fails ($base); see $work/baseline.log"
-# A skipped Python suite (no pytest for configure's python3) would show
-# every python/ mutation as missed: say why instead.
-if [ -f "$py_tests.trs" ] && grep -q '^:test-result: SKIP' "$py_tests.trs"; then
-	die "the Python suite is skipped ($(grep -h 'SKIP' "$py_tests.log" | head -n 1)); set PYTHON to a python3 with pytest"
-fi
+# baseline LOG LIST: LIST runs unmutated, and must pass.
+baseline() {
+	echo "check-mutations: baseline run of: $2"
+	t_base=$(date +%s)
+	clean_results
+	run_tests "$1" "$2"
+	base=$(failures)
+	[ -z "$base" ] || die "the unmutated suite fails ($base); see $1"
+	# A skipped Python suite (no pytest for configure's python3) would
+	# show every python/ mutation as missed: say why instead.
+	if [ -f "$py_tests.trs" ] && grep -q '^:test-result: SKIP' "$py_tests.trs"; then
+		die "the Python suite is skipped ($(grep -h 'SKIP' "$py_tests.log" | head -n 1)); set PYTHON to a python3 with pytest"
+	fi
+	echo "check-mutations: baseline passed in $(($(date +%s) - t_base)) s"
+}
+
+# MUTATION_DEADLINE: the baseline of each program of LIST $1 that has
+# none yet, one at a time, its seconds noted in $work/cost.
+: >"$work/cost"
+baseline_each() {
+	build "$1" >"$work/build-baseline.log" 2>&1 ||
+		die "the unmutated scratch tree does not build, see $work/build-baseline.log"
+	for t in $1; do
+		grep -q "^$t " "$work/cost" && continue
+		t0=$(date +%s)
+		baseline "$work/baseline-$(echo "$t" | tr / _).log" "$t"
+		echo "$t $(($(date +%s) - t0))" >>"$work/cost"
+	done
+}
+# The programs of LIST $1 without a baseline yet.
+unknown() { for t in $1; do grep -q "^$t " "$work/cost" || echo "$t"; done; }
+
+[ -n "$deadline" ] || baseline "$work/baseline.log" "$base_tests"
+
+# MUTATION_DEADLINE: the seconds that a mutation running the programs
+# $1 should take: its last rebuild's, and each program's in the baseline.
+rebuild=15
+estimate() {
+	awk -v list=" $1 " -v sum="$rebuild" '
+		index(list, " " $1 " ") { sum += $2; n++ }
+		END { print sum + 60 * (split(list, a, " ") - n) }' "$work/cost"
+}
 
 results=$work/results
 : >"$results"
 bad=0
+notrun=0	# 1 from the first mutation that is not run
 for id in $ids; do
 	line=$(echo "$list" | awk -F'\t' -v id="$id" '$1 == id')
 	[ -n "$line" ] || die "no mutation $id"
 	file=$(echo "$line" | cut -f2)
 	expect=$(echo "$line" | cut -f3)
 	what=$(echo "$line" | cut -f4)
+	mtests=$(tests_for "$file" "$expect" "$id")
+	# The first that would not end in time, and all after it, are not
+	# run.  A program without a baseline gets one first, if that (a
+	# rebuild, and some 40 s a program: a guess) leaves time to run it.
+	if [ -n "$deadline" ] && [ "$notrun" -eq 0 ]; then
+		new=$(unknown "$mtests" | wc -l)
+		est=$((2 * rebuild + 40 * new))
+		if [ "$new" -eq 0 ] || [ $(($(date +%s) + est)) -le "$deadline" ]; then
+			[ "$new" -eq 0 ] || baseline_each "$mtests"
+			est=$(estimate "$mtests")
+			[ $(($(date +%s) + est)) -le "$deadline" ] || notrun=1
+		else
+			notrun=1
+		fi
+	fi
+	if [ "$notrun" -gt 0 ]; then
+		why="not run: the deadline is past the first one not run"
+		[ "$notrun" -gt 1 ] ||
+			why="not run: would end after the deadline (about $est s)"
+		printf '%s\t%s\t%s\t%ss\t%s\t%s\n' "$id" NOT-RUN "$file" 0 \
+			"$what" "$why" >>"$results"
+		notrun=$((notrun + 1))
+		continue
+	fi
 	t0=$(date +%s)
 	mkdir -p "$work/orig/$(dirname "$file")"
 	cp -p "$file" "$work/orig/$file"
 	if ! $apply apply "$id" "$work/src" 2>"$work/apply.err"; then
 		status="NO-LONGER-APPLIES"
 		caught=$(tr '\n' ' ' <"$work/apply.err")
-	elif ! build "$(tests_for "$file" "$expect")" >"$work/build-$id.log" 2>&1; then
+	elif ! build "$mtests" >"$work/build-$id.log" 2>&1; then
 		status="BUILD-FAILED"
 		caught="see $work/build-$id.log"
 	else
+		rebuild=$(($(date +%s) - t0))
 		clean_results
-		run_tests "$work/check-$id.log" "$(tests_for "$file" "$expect")"
+		run_tests "$work/check-$id.log" "$mtests"
 		caught=$(failures)
 		if [ -z "$caught" ]; then
 			status=MISSED
@@ -241,10 +337,14 @@ for id in $ids; do
 		"$(($(date +%s) - t0))" "$what" "$shown" | tee -a "$results"
 done
 
+[ -z "${MUTATION_RESULTS:-}" ] || cp "$results" "$MUTATION_RESULTS" ||
+	die "cannot write $MUTATION_RESULTS"
+notrun=$(grep -c '	NOT-RUN	' "$results")
 echo
-echo "check-mutations: $(wc -l <"$results") mutations, $bad not caught by their guard, $(($(date +%s) - start)) s"
+echo "check-mutations: $(($(wc -l <"$results") - notrun)) mutations, $bad not caught by their guard, $notrun not run (deadline), $(($(date +%s) - start)) s"
 printf '%-4s %-18s %-24s %5s  %s\n' ID RESULT FILE TIME "RULE REMOVED / FAILING TESTS"
 while IFS='	' read -r id status file secs what caught; do
+	[ "$status" != NOT-RUN ] || continue
 	printf '%-4s %-18s %-24s %5s  %s\n' "$id" "$status" "$file" "$secs" "$what"
 	printf '%54s %s\n' "" "$caught" | fold -s -w 160
 done <"$results"
