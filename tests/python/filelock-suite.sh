@@ -68,4 +68,4 @@ run env HOME="$scratch/home" TMPDIR="$scratch/tmp" \
 	PIDLOCK_LIBRARY="$lib" FILELOCK_SHIM_RESULTS="$results" \
 	PYTHONPATH="$scratch:$(cd "$top/$srcdir" 2>/dev/null && pwd || echo "$top")/python:$scratch/fl/src" \
 	"$python" -B -m pytest -q -p no:cacheprovider -p filelock_shim \
-	-o addopts= tests "$@"
+	-o addopts= ${1+"$@"} ${1-tests}
