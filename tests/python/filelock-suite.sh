@@ -64,8 +64,13 @@ if [ "$(id -u)" = 0 ]; then
 	run() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 fi
 cd "$scratch/fl"
+# Test paths among the arguments replace the whole tests/ directory.
+case " $* " in
+*" tests/"*) ;;
+*) set -- "$@" tests ;;
+esac
 run env HOME="$scratch/home" TMPDIR="$scratch/tmp" \
 	PIDLOCK_LIBRARY="$lib" FILELOCK_SHIM_RESULTS="$results" \
 	PYTHONPATH="$scratch:$(cd "$top/$srcdir" 2>/dev/null && pwd || echo "$top")/python:$scratch/fl/src" \
 	"$python" -B -m pytest -q -p no:cacheprovider -p filelock_shim \
-	-o addopts= ${1+"$@"} ${1-tests}
+	-o addopts= "$@"
