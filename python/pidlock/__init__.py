@@ -84,12 +84,22 @@ from ._types import Flags, Kind, LockInfo, State, inspect
 from ._lock import Lock
 from ._slots import Slots
 from ._async import AsyncLock
-from ._filelock import AcquireReturnProxy, FileLock, UnixFileLock
+from ._filelock import (AcquireReturnProxy, BaseFileLock, CloseErrorPolicy,
+                        ContextErrorPolicy, FileLock, UnixFileLock)
+from ._asyncfilelock import (AsyncAcquireReturnProxy, AsyncFileLock,
+                             AsyncUnixFileLock, BaseAsyncFileLock)
 from ._holder import holder_pidfds, wait_free
 
 __all__ = [
     "AcquireReturnProxy",
+    "AsyncAcquireReturnProxy",
+    "AsyncFileLock",
     "AsyncLock",
+    "AsyncUnixFileLock",
+    "BaseAsyncFileLock",
+    "BaseFileLock",
+    "CloseErrorPolicy",
+    "ContextErrorPolicy",
     "BrokenLock",
     "Busy",
     "FileLock",

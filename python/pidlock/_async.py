@@ -109,30 +109,7 @@ class AsyncLock:
                     deadline: Optional[float]) -> None:
         """The library's wait: returns when the handle holds (ValueError
         if close() freed it meanwhile)."""
-        loop = asyncio.get_running_loop()
-        pollfd = ctypes.c_int(-1)
-        wait_ms = ctypes.c_int(0)
-        # A call made before the library's due time tries nothing and
-        # forgets the holder it saw: keep the last one seen.
-        holder: Optional[LockInfo] = None
-        while True:
-            rc = _lib.lib.pidlock_acquire_async(
-                lock._live(), ctypes.byref(pollfd), ctypes.byref(wait_ms))
-            if rc == 0:
-                return
-            if rc != -errno.EWOULDBLOCK:
-                raise_for(rc, lock.path)
-            holder = lock.holder() or holder
-            delay = wait_ms.value / 1000
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    _log.debug(_log.FAILED_AT_ONCE if ms == 0 else _log.TIMED_OUT,
-                               self, lock.path)
-                    raise Busy(lock.path, holder,
-                               errno.EWOULDBLOCK if ms == 0 else errno.ETIMEDOUT)
-                delay = min(delay, left)
-            await _readable_or_later(loop, pollfd.value, delay)
+        await take_async(lock, ms, deadline, self)
 
     async def _wait_turn(self, deadline: Optional[float], once: bool,
                          turn: list) -> None:
@@ -246,6 +223,40 @@ class AsyncLock:
     def __repr__(self) -> str:
         state = "locked" if self.locked else "unlocked"
         return f"<pidlock.AsyncLock {self.path!r} {state}>"
+
+
+async def take_async(lock: Lock, ms: int, deadline: Optional[float],
+                     reporter: object) -> None:
+    """The library's wait (pidlock_acquire_async(3)) for lock's handle,
+    in the running loop: returns when the handle holds, raises Busy when
+    deadline (time.monotonic()) passes (ValueError if the handle was
+    freed meanwhile).  reporter is who the log's records name (None:
+    no record)."""
+    loop = asyncio.get_running_loop()
+    pollfd = ctypes.c_int(-1)
+    wait_ms = ctypes.c_int(0)
+    # A call made before the library's due time tries nothing and
+    # forgets the holder it saw: keep the last one seen.
+    holder: Optional[LockInfo] = None
+    while True:
+        rc = _lib.lib.pidlock_acquire_async(
+            lock._live(), ctypes.byref(pollfd), ctypes.byref(wait_ms))
+        if rc == 0:
+            return
+        if rc != -errno.EWOULDBLOCK:
+            raise_for(rc, lock.path)
+        holder = lock.holder() or holder
+        delay = wait_ms.value / 1000
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if reporter is not None:
+                    _log.debug(_log.FAILED_AT_ONCE if ms == 0 else _log.TIMED_OUT,
+                               reporter, lock.path)
+                raise Busy(lock.path, holder,
+                           errno.EWOULDBLOCK if ms == 0 else errno.ETIMEDOUT)
+            delay = min(delay, left)
+        await _readable_or_later(loop, pollfd.value, delay)
 
 
 def _settle_future(fut: "asyncio.Future[bool]", value: bool) -> None:

@@ -60,6 +60,11 @@ class Timeout(Busy):
         super().__init__(lock_file, holder, code)
         self.lock_file = lock_file
 
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        # pickle makes it again from the path (what filelock's carries);
+        # the holder's details are a snapshot that does not travel.
+        return type(self), (self.lock_file,)
+
     def __str__(self) -> str:
         return f"The file lock '{self.lock_file}' could not be acquired."
 

@@ -7,18 +7,60 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import math
 import os
 import stat
 import threading
+import time
 import warnings
 import weakref
 from types import TracebackType
-from typing import Any, Optional, Type
+from typing import Any, Callable, Optional, Type
 
 from . import _lib, _log
 from ._errors import Busy, Timeout
 from ._lock import Lock
 from ._types import Flags, PathArg
+
+
+#: The policies filelock names (typing.Literal there: strings here).
+ContextErrorPolicy = str
+CloseErrorPolicy = str
+_CONTEXT_ERROR_POLICIES = ("chain", "group")
+_CLOSE_ERROR_POLICIES = ("default", "raise", "suppress")
+
+
+def _check_lifetime(value: Any, cls: type, stacklevel: int) -> None:
+    """lifetime is validated as filelock does, then ignored with a
+    warning: a kernel lock cannot be revoked by the file's age, and a
+    lock of ours never goes stale (its holder's death ends it)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError("lifetime must be a finite non-negative number or "
+                        f"None, not {type(value).__name__}")
+    if value < 0 or (isinstance(value, float) and not math.isfinite(value)):
+        raise ValueError(f"lifetime must be finite and non-negative, not {value!r}")
+    warnings.warn(f"lifetime is ignored for {cls.__name__}: a pidlock lock is "
+                  "a kernel lock, which ends with its holder and cannot be "
+                  "broken by age", stacklevel=stacklevel + 1)
+    return None
+
+
+def _check_options(context_error_policy: str, close_error_policy: str) -> None:
+    if context_error_policy not in _CONTEXT_ERROR_POLICIES:
+        raise ValueError("context_error_policy must be 'chain' or 'group', "
+                         f"got {context_error_policy!r}")
+    if close_error_policy not in _CLOSE_ERROR_POLICIES:
+        raise ValueError("close_error_policy must be 'default', 'raise', or "
+                         f"'suppress', got {close_error_policy!r}")
+
+
+def _raise_both(body: BaseException, release: BaseException) -> None:
+    """context_error_policy="group": the body's error and the release's,
+    side by side, neither hiding the other."""
+    raise BaseExceptionGroup("the with-block and the release both failed",
+                             [body, release]) from None
 
 
 class AcquireReturnProxy:
@@ -85,34 +127,63 @@ class FileLock(contextlib.ContextDecorator):
         # are two objects (and two holds).
         cls._instances = weakref.WeakValueDictionary()
 
-    def __new__(cls, lock_file: PathArg, timeout: float = -1, mode: int = 0o644,
-                thread_local: bool = True, *, blocking: bool = True,
-                is_singleton: bool = False, **kwargs: Any) -> "FileLock":
+    def __new__(cls, lock_file: PathArg, timeout: float = -1,
+                mode: Optional[int] = None, thread_local: bool = True, *,
+                blocking: bool = True, is_singleton: bool = False,
+                lifetime: Optional[float] = None,
+                context_error_policy: str = "chain",
+                close_error_policy: str = "default",
+                **kwargs: Any) -> "FileLock":
+        # Checked before the object exists: no half-made lock to finalize.
+        _check_options(context_error_policy, close_error_policy)
+        if lifetime is not None:
+            _check_lifetime(lifetime, cls, 2)
         if not is_singleton:
             return super().__new__(cls)
-        key = os.path.abspath(os.fsdecode(lock_file))
+        key = _canonical(lock_file)
         with cls._instances_guard:
             found = cls._instances.get(key)
             if found is None:
                 found = super().__new__(cls)
                 cls._instances[key] = found
                 return found
-        wanted = (float(timeout), mode, thread_local, blocking)
-        have = (found.timeout, found.mode, found.is_thread_local(), found.blocking)
+        wanted = (float(timeout), mode, thread_local, blocking,
+                  context_error_policy, close_error_policy,
+                  kwargs.get("preserve_lock_file", False),
+                  kwargs.get("on_acquired"), kwargs.get("tag"),
+                  kwargs.get("flags", Flags.NONE))
+        have = (found.timeout, found._mode, found.is_thread_local(),
+                found.blocking, found.context_error_policy,
+                found.close_error_policy, found.preserve_lock_file,
+                found.on_acquired, found._tag, found._flags)
         if wanted != have:
             # The first sentence is filelock's, which programs may match.
             raise ValueError("Singleton lock instances cannot be initialized "
                              f"with differing arguments: {key!r} has (timeout, "
-                             f"mode, thread_local, blocking) {have}, not {wanted}")
+                             f"mode, thread_local, blocking, policies, preserve_lock_file, "
+                             f"on_acquired, tag, flags) {have}, not {wanted}")
         return found
 
-    def __init__(self, lock_file: PathArg, timeout: float = -1, mode: int = 0o644,
-                 thread_local: bool = True, *, blocking: bool = True,
-                 is_singleton: bool = False, poll_interval: float = 0.05,
+    def __init__(self, lock_file: PathArg, timeout: float = -1,
+                 mode: Optional[int] = None, thread_local: bool = True, *,
+                 blocking: bool = True, is_singleton: bool = False,
+                 poll_interval: float = 0.05, lifetime: Optional[float] = None,
+                 context_error_policy: str = "chain",
+                 close_error_policy: str = "default",
+                 fallback_to_soft: bool = True,
+                 preserve_lock_file: bool = False,
+                 on_acquired: Optional[Callable[[int], None]] = None,
                  tag: Optional[str] = None, flags: Flags = Flags.NONE) -> None:
         if getattr(self, "_ready", False):  # a singleton made before
             return
         self._lock_file = os.fsdecode(lock_file)
+        self._context_error_policy = context_error_policy
+        self._close_error_policy = close_error_policy
+        self._fallback_to_soft = fallback_to_soft
+        self._preserve_lock_file = bool(preserve_lock_file)
+        if preserve_lock_file:
+            flags |= Flags.KEEP_FILE
+        self._on_acquired = on_acquired
         self._timeout = float(timeout)
         self._mode = mode
         self._blocking = blocking
@@ -147,7 +218,42 @@ class FileLock(contextlib.ContextDecorator):
 
     @property
     def mode(self) -> int:
-        return self._mode
+        """The file's mode: as given, or 0o644 (filelock's answer) when
+        none was given and the umask decides (0o666 minus the umask)."""
+        return 0o644 if self._mode is None else self._mode
+
+    @property
+    def has_explicit_mode(self) -> bool:
+        return self._mode is not None
+
+    @property
+    def lifetime(self) -> None:
+        """Always None: see _check_lifetime()."""
+        return None
+
+    @lifetime.setter
+    def lifetime(self, value: Optional[float]) -> None:
+        _check_lifetime(value, type(self), 2)
+
+    @property
+    def context_error_policy(self) -> str:
+        return self._context_error_policy
+
+    @property
+    def close_error_policy(self) -> str:
+        return self._close_error_policy
+
+    @property
+    def fallback_to_soft(self) -> bool:
+        return self._fallback_to_soft
+
+    @property
+    def preserve_lock_file(self) -> bool:
+        return self._preserve_lock_file
+
+    @property
+    def on_acquired(self) -> Optional[Callable[[int], None]]:
+        return self._on_acquired
 
     @property
     def is_singleton(self) -> bool:
@@ -174,14 +280,17 @@ class FileLock(contextlib.ContextDecorator):
 
     # --- acquire and release ----------------------------------------------
     def acquire(self, timeout: Optional[float] = None,
-                poll_interval: float = 0.05, *,
+                poll_interval: Optional[float] = None, *,
                 poll_intervall: Optional[float] = None,
-                blocking: Optional[bool] = None) -> AcquireReturnProxy:
+                blocking: Optional[bool] = None,
+                cancel_check: Optional[Callable[[], bool]] = None) -> AcquireReturnProxy:
         """Take the lock, or count one more nesting level if held.
 
         timeout None uses the lock's; negative waits without a limit; 0
         (or blocking=False) tries once.  poll_interval is accepted and
-        not used: the wait wakes on the holder's release.  Raises
+        not used: the wait wakes on the holder's release.  cancel_check,
+        a callable, is asked every poll_interval (or 0.05 s) during the
+        wait; when it answers True the wait ends with Timeout.  Raises
         Timeout (with lock_file and the holder's pid, tag and age).
         """
         if poll_intervall is not None:
@@ -198,8 +307,11 @@ class FileLock(contextlib.ContextDecorator):
         proxy = AcquireReturnProxy(self)
         ctx = self._context
         counted = [False]
+        if poll_interval is None:
+            poll_interval = self.poll_interval
         try:
-            if not self._count_in(ctx, timeout, counted):
+            if not self._count_in(ctx, timeout, counted, cancel_check,
+                                  poll_interval):
                 raise Timeout(self._lock_file)
         except BaseException:
             # A signal handler's exception (Ctrl-C), or Timeout: no count
@@ -208,17 +320,26 @@ class FileLock(contextlib.ContextDecorator):
             raise
         return proxy
 
-    def _count_in(self, ctx: _Context, timeout: float, counted: list) -> bool:
+    def _count_in(self, ctx: _Context, timeout: float, counted: list,
+                  cancel_check: Optional[Callable[[], bool]] = None,
+                  poll_interval: float = 0.05) -> bool:
         wait = -1 if timeout < 0 else timeout
         if not ctx.mutex.acquire(timeout=wait):
             return False
         try:
-            if not self.is_locked:
+            first = not self.is_locked
+            if first:
                 _log.debug_filelock(_log.ATTEMPT_ACQUIRE, self, self._lock_file)
-                self._take(ctx, timeout)
+                if cancel_check is None:
+                    self._take(ctx, timeout)
+                else:
+                    self._take_checking(ctx, timeout, cancel_check,
+                                        poll_interval)
             ctx.counter += 1
             counted[0] = True
             _log.debug_filelock(_log.ACQUIRED, self, self._lock_file)
+            if first and self._on_acquired is not None:
+                self._call_on_acquired(ctx, counted)
         except BaseException:
             # Still under the mutex: an interrupt that came after the
             # Lock was taken leaves a hold that no count knows of.
@@ -227,6 +348,39 @@ class FileLock(contextlib.ContextDecorator):
         finally:
             ctx.mutex.release()
         return True
+
+    def _take_checking(self, ctx: _Context, timeout: float,
+                       cancel_check: Callable[[], bool],
+                       poll_interval: float) -> None:
+        """_take() in slices of poll_interval, asking cancel_check between
+        them; True from it ends the wait with Timeout."""
+        step = max(0.001, poll_interval)
+        deadline = None if timeout < 0 else time.monotonic() + timeout
+        while True:
+            if cancel_check():
+                raise Timeout(self._lock_file)
+            left = step if deadline is None else min(step, deadline - time.monotonic())
+            try:
+                self._take(ctx, max(0.0, left))
+                return
+            except Timeout:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
+    def _call_on_acquired(self, ctx: _Context, counted: list) -> None:
+        """on_acquired(fd) after the first hold; if it raises, the hold is
+        let go and its error goes on (with the release's, if that fails
+        too)."""
+        try:
+            self._on_acquired(_lib.lib.pidlock_fd(ctx.lock._live()))
+        except BaseException as hook_error:
+            ctx.counter -= 1
+            counted[0] = False
+            try:
+                _let_go_uncounted(ctx)
+            except BaseException as release_error:
+                _raise_both(hook_error, release_error)
+            raise
 
     def _undo_count(self, ctx: _Context, counted: list) -> None:
         if not counted[0] and not ctx.mutex._is_owned():
@@ -245,8 +399,9 @@ class FileLock(contextlib.ContextDecorator):
 
     def _take(self, ctx: _Context, timeout: float) -> None:
         if ctx.lock is None:
+            # No mode given: 0o666 and the umask decide, as for open(2).
             lock = Lock(self._lock_file, tag=self._tag, flags=self._flags,
-                        mode=self._mode)
+                        mode=0o666 if self._mode is None else self._mode)
             lock._quiet = True   # this FileLock logs, on filelock's logger
             ctx.lock = lock
         wait = None if timeout < 0 else timeout
@@ -285,6 +440,8 @@ class FileLock(contextlib.ContextDecorator):
     def _apply_mode(self, lock: Lock) -> None:
         """Give the held file exactly self.mode, as filelock does whatever
         the umask; a file of another user keeps its owner's mode."""
+        if self._mode is None:
+            return
         fd = _lib.lib.pidlock_fd(lock._live())   # held: a descriptor
         # Looked at first: a chmod is an inotify event (IN_ATTRIB) that
         # wakes every waiter watching the file.
@@ -333,7 +490,12 @@ class FileLock(contextlib.ContextDecorator):
     def __exit__(self, exc_type: Optional[Type[BaseException]],
                  exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        self.release()
+        try:
+            self.release()
+        except BaseException as release_error:
+            if exc is None or self._context_error_policy == "chain":
+                raise
+            _raise_both(exc, release_error)
 
     def __del__(self) -> None:
         # The handles' own finalizers let go of other threads' holds.
@@ -347,11 +509,20 @@ class FileLock(contextlib.ContextDecorator):
         return f"<pidlock.FileLock {self._lock_file!r} {state}>"
 
 
+def _canonical(lock_file: PathArg) -> str:
+    """The singleton key: the path through its parent's real directory
+    (a symbolic link to the directory names the same lock)."""
+    path = os.path.abspath(os.fsdecode(lock_file))
+    parent, name = os.path.split(path)
+    return os.path.join(os.path.realpath(parent), name)
+
+
 def _let_go_uncounted(ctx: _Context) -> None:
     """Under ctx.mutex: a hold with a count of 0 is nobody's; let go."""
     if ctx.counter == 0 and ctx.lock is not None and ctx.lock.locked:
         ctx.lock.release()
 
 
-#: filelock's name for the platform's lock class.
+#: filelock's names for the base and the platform's lock class.
+BaseFileLock = FileLock
 UnixFileLock = FileLock

@@ -1,0 +1,123 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A pytest plugin (-p filelock_shim) for tests/python/filelock-suite.sh:
+makes filelock's public names pidlock's, so that a filelock test suite
+runs against pidlock, and leaves out the cases of lock kinds pidlock
+does not offer (soft, strict, lease, marker, Windows locks).
+
+A name that pidlock does not have becomes a stand-in that fails when
+used: a test of it then fails, instead of passing against filelock's
+own class.  Not part of make check (it needs filelock's sources)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import filelock
+import filelock._unix
+import filelock.asyncio
+import pidlock
+
+NAMES = (
+    "FileLock", "UnixFileLock", "BaseFileLock", "AcquireReturnProxy",
+    "AsyncFileLock", "AsyncUnixFileLock", "BaseAsyncFileLock",
+    "AsyncAcquireReturnProxy", "Timeout", "ReadWriteLock",
+    "AsyncReadWriteLock", "AsyncAcquireReadWriteReturnProxy",
+    "lock_descriptor", "unlock_descriptor", "ContextErrorPolicy",
+    "CloseErrorPolicy", "has_fcntl",
+)
+OTHER_KINDS = ("Soft", "Strict", "Lease", "Windows", "Marker")
+#: Tests that built a pidlock lock (see pytest_runtest_call).
+BUILT: "set[str]" = set()
+
+
+def _missing(name: str) -> type:
+    """What a name that pidlock lacks becomes: a class that cannot be
+    made (nor called, for the functions)."""
+
+    def refuse(*args: object, **kwargs: object) -> object:
+        raise NotImplementedError(f"pidlock has no {name}")
+
+    return type(name, (), {"__new__": refuse, "__init__": refuse})
+
+
+def _patch() -> None:
+    for name in NAMES:
+        ours = getattr(pidlock, name, None)
+        value = ours if ours is not None else _missing(name)
+        for module in (filelock, filelock.asyncio):
+            setattr(module, name, value)
+    filelock._unix.UnixFileLock = filelock.UnixFileLock
+
+
+_patch()
+
+
+#: Tests that no other implementation can pass, by name prefix: they fail
+#: here with the reason, without being run (one of them would end the
+#: run: it expects the patched os.close to turn its KeyboardInterrupt
+#: into a group).
+UNREACHABLE = {
+    "test_async_filelock.py::test_context_group_base_exception_leaf_is_base_group":
+        "patches os.close of filelock's _api module, which the C library never calls",
+}
+
+
+def _unreachable(reason: str):  # type: ignore[no-untyped-def]
+    def runtest() -> None:
+        pytest.fail(f"not reachable by another implementation: {reason}",
+                    pytrace=False)
+    return runtest
+
+
+def _other_kind(value: object) -> bool:
+    name = getattr(value, "__name__", None) or repr(value)
+    return any(kind in name for kind in OTHER_KINDS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config,
+                                  items: "list[pytest.Item]") -> None:
+    keep, drop = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if any(_other_kind(v) for v in params.values()) or \
+                any(k in item.name for k in OTHER_KINDS):
+            drop.append(item)
+        else:
+            for prefix, reason in UNREACHABLE.items():
+                if item.nodeid.split("tests/", 1)[-1].startswith(prefix):
+                    item.runtest = _unreachable(reason)
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
+    real = pidlock.Lock.__init__
+
+    def counting(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        BUILT.add(item.nodeid)
+        real(self, *args, **kwargs)
+
+    pidlock.Lock.__init__ = counting
+    try:
+        yield
+    finally:
+        pidlock.Lock.__init__ = real
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    passed = {r.nodeid for r in terminalreporter.stats.get("passed", [])}
+    terminalreporter.write_line(
+        f"filelock_shim: {len(passed & BUILT)} of {len(passed)} passed tests "
+        "built a pidlock.Lock")
+    out = os.environ.get("FILELOCK_SHIM_RESULTS")
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            for kind in ("passed", "failed", "error", "skipped"):
+                for r in terminalreporter.stats.get(kind, []):
+                    if getattr(r, "when", "call") in ("call", "setup") or kind != "passed":
+                        f.write(f"{kind} {r.nodeid}\n")

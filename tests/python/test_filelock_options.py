@@ -1,0 +1,209 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""pidlock.FileLock's options of filelock 3.32 and pidlock.AsyncFileLock
+(issue 29): what each does on a pidlock lock, checked here as ours."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import stat
+import threading
+import time
+import warnings
+
+import pytest
+
+import pidlock
+from pidlock import AsyncFileLock, FileLock, Timeout
+
+
+def test_lifetime_is_validated_then_ignored_with_a_warning(lockpath):
+    with pytest.warns(UserWarning, match="lifetime is ignored"):
+        lock = FileLock(lockpath, lifetime=5)
+    assert lock.lifetime is None
+    for bad, exc in ((-1, ValueError), (float("inf"), ValueError),
+                     ("5", TypeError), (True, TypeError)):
+        with pytest.raises(exc):
+            FileLock(lockpath, lifetime=bad)
+        with pytest.raises(exc):
+            lock.lifetime = bad
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lock.lifetime = None            # None is no request: no warning
+
+
+def test_policies_are_checked(lockpath):
+    with pytest.raises(ValueError, match="context_error_policy"):
+        FileLock(lockpath, context_error_policy="both")
+    with pytest.raises(ValueError, match="close_error_policy"):
+        FileLock(lockpath, close_error_policy="maybe")
+    lock = FileLock(lockpath, context_error_policy="group",
+                    close_error_policy="raise")
+    assert (lock.context_error_policy, lock.close_error_policy) == ("group", "raise")
+
+
+def test_group_policy_reports_the_body_and_the_release(lockpath):
+    lock = FileLock(lockpath, context_error_policy="group")
+    with pytest.raises(BaseExceptionGroup) as info:
+        with lock:
+            # Another file at the path: our release refuses to remove it
+            # (BrokenLock), the stricter rule that stays.
+            os.unlink(lockpath)
+            raise KeyError("body")
+    kinds = [type(e) for e in info.value.exceptions]
+    assert kinds == [KeyError, pidlock.BrokenLock]
+    assert not lock.is_locked
+
+
+def test_preserve_lock_file_keeps_the_path(lockpath):
+    with FileLock(lockpath, preserve_lock_file=True) as lock:
+        assert lock.preserve_lock_file
+    assert os.path.exists(lockpath)
+    other = lockpath + ".2"
+    with FileLock(other):
+        pass
+    assert not os.path.exists(other)   # ours removes it by default
+
+
+def test_on_acquired_gets_the_descriptor_once(lockpath):
+    seen = []
+    lock = FileLock(lockpath, on_acquired=seen.append)
+    with lock:
+        with lock:
+            pass
+        assert len(seen) == 1
+        assert os.fstat(seen[0]).st_ino == os.stat(lockpath).st_ino
+
+
+def test_a_failing_on_acquired_lets_go(lockpath):
+    def hook(fd: int) -> None:
+        raise RuntimeError("hook")
+
+    lock = FileLock(lockpath, on_acquired=hook)
+    with pytest.raises(RuntimeError, match="hook"):
+        lock.acquire()
+    assert not lock.is_locked and lock.lock_counter == 0
+    with FileLock(lockpath, timeout=0):
+        pass
+
+
+def test_cancel_check_ends_a_wait(lockpath):
+    with FileLock(lockpath):
+        other = FileLock(lockpath)
+        calls = []
+
+        def cancel() -> bool:
+            calls.append(1)
+            return len(calls) > 3
+
+        start = time.monotonic()
+        with pytest.raises(Timeout):
+            other.acquire(cancel_check=cancel, poll_interval=0.01)
+        assert time.monotonic() - start < 5 and len(calls) == 4
+        assert not other.is_locked
+
+
+def test_mode_unset_leaves_it_to_the_umask(lockpath):
+    old = os.umask(0o027)
+    try:
+        lock = FileLock(lockpath)
+        assert not lock.has_explicit_mode and lock.mode == 0o644
+        with lock:
+            assert stat.S_IMODE(os.stat(lockpath).st_mode) == 0o640
+        assert FileLock(lockpath, mode=0o600).has_explicit_mode
+    finally:
+        os.umask(old)
+
+
+def test_timeout_pickles(lockpath):
+    again = pickle.loads(pickle.dumps(Timeout(lockpath)))
+    assert isinstance(again, Timeout) and again.lock_file == lockpath
+
+
+def test_singletons_through_a_symlinked_parent(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    a = FileLock(str(real / "a.lock"), is_singleton=True)
+    assert FileLock(str(tmp_path / "link" / "a.lock"), is_singleton=True) is a
+    with pytest.raises(ValueError, match="differing arguments"):
+        FileLock(str(real / "a.lock"), is_singleton=True,
+                 context_error_policy="group")
+
+
+def test_async_filelock_nests_and_lets_go(lockpath):
+    async def main() -> None:
+        lock = AsyncFileLock(lockpath)
+        assert isinstance(lock, pidlock.BaseFileLock)
+        async with lock:
+            async with await lock.acquire():
+                assert lock.lock_counter == 2
+            assert lock.is_locked
+        assert not lock.is_locked and not os.path.exists(lockpath)
+        with pytest.raises(NotImplementedError):
+            with lock:
+                pass
+
+    asyncio.run(main())
+
+
+def test_async_filelock_times_out_without_blocking_the_loop(lockpath):
+    async def main() -> None:
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        ticker = asyncio.create_task(tick())
+        with FileLock(lockpath):
+            with pytest.raises(Timeout):
+                await AsyncFileLock(lockpath, timeout=0.3).acquire()
+        ticker.cancel()
+        assert ticks >= 10
+
+    asyncio.run(main())
+
+
+def test_cancelled_async_acquire_leaves_nothing(lockpath):
+    async def main() -> None:
+        holder = FileLock(lockpath)
+        holder.acquire()
+        lock = AsyncFileLock(lockpath)
+        task = asyncio.create_task(lock.acquire())
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not lock.is_locked and lock.lock_counter == 0
+        holder.release()
+        async with lock:                 # the handle is usable again
+            assert lock.is_locked
+        assert not os.path.exists(lockpath)
+
+    asyncio.run(main())
+
+
+def test_async_thread_local_with_executor_is_refused(lockpath):
+    with pytest.raises(ValueError, match="run_in_executor"):
+        AsyncFileLock(lockpath, thread_local=True)
+    AsyncFileLock(lockpath, thread_local=True, run_in_executor=False)
+
+
+def test_two_tasks_share_one_async_hold(lockpath):
+    async def main() -> None:
+        lock = AsyncFileLock(lockpath)
+        held = threading.Event()
+
+        async def one() -> None:
+            async with lock:
+                held.set()
+                await asyncio.sleep(0.05)
+
+        await asyncio.gather(one(), one())
+        assert not lock.is_locked and held.is_set()
+
+    asyncio.run(main())
