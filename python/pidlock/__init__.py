@@ -62,13 +62,15 @@ and keeps each class's singletons apart.  What differs:
   are symbolic links (ELOOP);
 * a thread that ends holding a thread-local hold lets go of it (its
   handle is freed); filelock keeps such a lock until the process ends;
-* poll_interval is accepted and not used: a wait wakes when the holder
-  lets go;
-* singletons are keyed by the absolute path, and thread_local and
-  blocking must match too;
+* a wait wakes when the holder lets go; poll_interval only sets how
+  often cancel_check is asked;
+* lifetime is validated, then ignored with a warning, as filelock's
+  native locks do;
 * Timeout also carries the holder's pid, tag and age;
-* SoftFileLock, BaseFileLock, WindowsFileLock, and the async classes and
-  ``lifetime`` of later filelock releases are not provided.
+* AsyncFileLock (with AsyncUnixFileLock, BaseAsyncFileLock) and
+  BaseFileLock are provided; SoftFileLock, WindowsFileLock and
+  ReadWriteLock are not (doc/migrate-filelock.md says what of filelock
+  3.32 is, and what is not yet).
 
 The library is libpidlock.so.0 of the module's own installation (the
 libdir make install put it in: ./configure --prefix=/opt/x needs no
