@@ -173,15 +173,22 @@ static int again_allowed(int64_t deadline, int *agains)
 }
 
 /*
- * The file keeps being replaced under us.  On a local file system that
- * is other lockers taking turns, and the next try is due at once.  The
- * client of a shared file system, though, may answer from a cached
- * lookup for a while after another client replaced the file (GlusterFS:
- * about 0.5 s): each try then creates, writes, syncs and removes a temp
- * file in vain, 110 times in 0.5 s.  So after AGAIN_FREE such tries in a
+ * The path keeps naming a file that is gone by the time we open it.  The
+ * client of a shared file system may answer from a cached lookup for a
+ * while after another client replaced the file (GlusterFS: about
+ * 0.5 s): each try then creates, writes, syncs and removes a temp file
+ * in vain, 110 times in 0.5 s.  So after AGAIN_FREE such tries in a
  * row, a wait sleeps between them, 1 ms doubling up to the poll
  * interval, and wakes at once on a change of the name in the directory.
  * A try never sleeps.
+ *
+ * Only a file gone before we could lock it counts (TRY_GONE).  A file
+ * that we locked and then found released or replaced (TRY_AGAIN) is
+ * somebody's turn come and gone: under local contention every waiter
+ * blocked on the old inode sees that on each hand-off it loses, and
+ * once that counted, 64 waiters slept in here instead of queueing, each
+ * with a directory watch that every temp file woke (issue 30).  Such a
+ * try ends the streak.
  */
 static int again_pause(struct pidlock *lock, struct watch *w, int64_t deadline,
 		       int streak)
@@ -203,6 +210,10 @@ static int again_pause(struct pidlock *lock, struct watch *w, int64_t deadline,
 	if (w->file_wd < 0)
 		wait_watch_dir(w);
 	r = wait_for_event(w, lock->set.base, ms, ms);
+	/* What follows may block in the kernel for long (a blocked
+	 * waiter): the directory's events must not pile up meanwhile. */
+	if (w->file_wd < 0)
+		wait_unwatch_dir(w);
 	return r < 0 ? r : 0;
 }
 
@@ -245,6 +256,9 @@ int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 				return r;
 		}
 		r = existing_try(lock, deadline, fdp);
+		streak = r == TRY_GONE ? streak + 1 : 0;
+		if (r == TRY_GONE)
+			r = TRY_AGAIN;
 		busy = *busyp = r == TRY_BUSY;
 		/* The descriptor the file watch was for is gone: our own
 		 * opens and closes of the next file must not wake us. */
@@ -257,12 +271,11 @@ int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 		if (r == TRY_AGAIN) {
 			r = again_allowed(deadline, &agains);
 			if (r == 0)
-				r = again_pause(lock, w, deadline, ++streak);
+				r = again_pause(lock, w, deadline, streak);
 			if (r < 0)
 				return r;
 			continue;
 		}
-		streak = 0;
 		if (timeout_ms == 0)
 			return -EWOULDBLOCK;
 		r = wait_busy(lock, w, fdp, deadline);

@@ -517,7 +517,7 @@ int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 	if (fd < 0) {
 		fd = open_existing(lock->set.path);
 		if (path_replaced(fd))
-			return TRY_AGAIN;
+			return TRY_GONE;
 		/* A lease on the file: our open started its break; the file
 		 * is busy until its holder lets go, like any holder's. */
 		if (fd == -EWOULDBLOCK)
