@@ -111,24 +111,36 @@ static int refuse_fs(struct pidlock *lock, int error)
  * gets its inode watched for the holder's release; once the watch is in
  * place the caller must try again at once (returns 1), because the
  * release may have come before the watch did.  Without a file watch the
- * directory is watched, for the name going away.  Whatever inotify
- * refuses (no instance, a full watch quota), the wait still sleeps:
- * poll(2) with nothing to watch is a plain sleep.
+ * directory is watched, for the name going away, and the same holds
+ * for a directory watch just set.  Whatever inotify refuses (no
+ * instance, a full watch quota), the wait still sleeps: poll(2) with
+ * nothing to watch is a plain sleep.
  */
 int acquire_arm(struct pidlock *lock, struct watch *w, int *fdp)
 {
+	int r;
+
 	if (w->ifd == -2)
 		wait_init(w, lock->set.dir);
 	if (*fdp >= 0 && w->file_wd < 0 && !w->file_failed) {
-		if (wait_watch_file(w, lock->set.path, WATCH_RELEASE) == 0) {
+		r = wait_watch_file(w, lock->set.path, WATCH_RELEASE);
+		if (r == 0) {
 			acquire_check_kept(lock, w, fdp);
+			return 1;
+		}
+		/* The name went between the try and the watch: the holder
+		 * let go (or replaced the file).  Nothing to wait for, and
+		 * the next file deserves a file watch again. */
+		if (path_replaced(r)) {
+			wait_drop_kept(w, fdp);
 			return 1;
 		}
 		w->file_failed = true;
 	}
-	if (w->file_wd < 0)
-		wait_watch_dir(w);
-	return 0;
+	if (w->file_wd >= 0 || w->dir_wd != -1)
+		return 0;
+	wait_watch_dir(w);
+	return w->dir_wd >= 0;
 }
 
 /* A kept descriptor whose inode is no longer the lock is given up.  The
