@@ -269,9 +269,13 @@ int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 		}
 		r = existing_try(lock, deadline, fdp);
 		streak = r == TRY_GONE ? streak + 1 : 0;
+		/* A file we locked and then found released: the next holder
+		 * may have published its own already.  Look before making a
+		 * temp file: in a herd, all but one of the waiters would
+		 * make one in vain. */
+		busy = *busyp = r == TRY_BUSY || r == TRY_AGAIN;
 		if (r == TRY_GONE)
 			r = TRY_AGAIN;
-		busy = *busyp = r == TRY_BUSY;
 		/* The descriptor the file watch was for is gone: our own
 		 * opens and closes of the next file must not wake us. */
 		if (*fdp < 0)
