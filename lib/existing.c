@@ -538,7 +538,7 @@ int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 	}
 	if (r != TRY_HELD_BY_US)
 		io_close_keep_errno(fd);
-	return path_replaced(r) ? TRY_AGAIN : r;
+	return path_replaced(r) ? TRY_GONE : r;
 }
 
 /*

@@ -148,8 +148,8 @@ struct content {
 		       IN_DELETE_SELF | IN_MOVE_SELF)
 
 /* TRY_AGAIN: the file we locked was released or replaced meanwhile;
- * TRY_GONE: the path named no file we could open (acquire.c,
- * again_pause()). */
+ * TRY_GONE: the file the path named was gone before we could lock and
+ * check it (acquire.c, again_pause()). */
 enum try_result { TRY_HELD_BY_US = 1, TRY_BUSY, TRY_AGAIN, TRY_GONE };
 
 /*
