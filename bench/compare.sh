@@ -33,7 +33,8 @@ theirs="$refdir/bench/bench"
 # Built once; a failed build leaves no stamp and is done again.
 if [ ! -f "$refdir/.built" ]; then
 	echo "bench-compare: building $ref ($short) in $refdir"
-	rm -rf "$refdir" && mkdir -p "$refdir" || die "mkdir $refdir failed"
+	rm -rf "$refdir"
+	mkdir -p "$refdir" || die "mkdir $refdir failed"
 	git -C "$src" archive "$sha" | tar -x -C "$refdir" ||
 		die "git archive $ref failed"
 	( cd "$refdir" && autoreconf -fi && ./configure &&
@@ -71,10 +72,12 @@ while [ "$i" -lt "$RUNS" ]; do
 done
 
 ver() { sed -n '1s/^libpidlock \([^ ]*\) benchmark.*/\1/p' "$1"; }
-first=$(ls "$out"/ref.0.*.txt | head -1)
+set -- "$out"/ours.0.*.txt
+this=$(ver "$1")
+set -- "$out"/ref.0.*.txt
 echo
-echo "bench-compare: $ref ($short, $(ver "$first")) against this tree" \
-	"($(ver "$(ls "$out"/ours.0.*.txt | head -1)")), $(nproc) cores," \
+echo "bench-compare: $ref ($short, $(ver "$1")) against this tree" \
+	"($this), $(nproc) cores," \
 	"Linux $(uname -r), $RUNS run(s), medians"
 
 # Every CSV row of both sides, as SIDE,FILE,ROW: the leading columns
