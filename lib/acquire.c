@@ -111,24 +111,36 @@ static int refuse_fs(struct pidlock *lock, int error)
  * gets its inode watched for the holder's release; once the watch is in
  * place the caller must try again at once (returns 1), because the
  * release may have come before the watch did.  Without a file watch the
- * directory is watched, for the name going away.  Whatever inotify
- * refuses (no instance, a full watch quota), the wait still sleeps:
- * poll(2) with nothing to watch is a plain sleep.
+ * directory is watched, for the name going away, and the same holds
+ * for a directory watch just set.  Whatever inotify refuses (no
+ * instance, a full watch quota), the wait still sleeps: poll(2) with
+ * nothing to watch is a plain sleep.
  */
 int acquire_arm(struct pidlock *lock, struct watch *w, int *fdp)
 {
+	int r;
+
 	if (w->ifd == -2)
 		wait_init(w, lock->set.dir);
 	if (*fdp >= 0 && w->file_wd < 0 && !w->file_failed) {
-		if (wait_watch_file(w, lock->set.path, WATCH_RELEASE) == 0) {
+		r = wait_watch_file(w, lock->set.path, WATCH_RELEASE);
+		if (r == 0) {
 			acquire_check_kept(lock, w, fdp);
+			return 1;
+		}
+		/* The name went between the try and the watch: the holder
+		 * let go (or replaced the file).  Nothing to wait for, and
+		 * the next file deserves a file watch again. */
+		if (path_replaced(r)) {
+			wait_drop_kept(w, fdp);
 			return 1;
 		}
 		w->file_failed = true;
 	}
-	if (w->file_wd < 0)
-		wait_watch_dir(w);
-	return 0;
+	if (w->file_wd >= 0 || w->dir_wd != -1)
+		return 0;
+	wait_watch_dir(w);
+	return w->dir_wd >= 0;
 }
 
 /* A kept descriptor whose inode is no longer the lock is given up.  The
@@ -173,15 +185,22 @@ static int again_allowed(int64_t deadline, int *agains)
 }
 
 /*
- * The file keeps being replaced under us.  On a local file system that
- * is other lockers taking turns, and the next try is due at once.  The
- * client of a shared file system, though, may answer from a cached
- * lookup for a while after another client replaced the file (GlusterFS:
- * about 0.5 s): each try then creates, writes, syncs and removes a temp
- * file in vain, 110 times in 0.5 s.  So after AGAIN_FREE such tries in a
+ * The path keeps naming a file that is gone by the time we open it.  The
+ * client of a shared file system may answer from a cached lookup for a
+ * while after another client replaced the file (GlusterFS: about
+ * 0.5 s): each try then creates, writes, syncs and removes a temp file
+ * in vain, 110 times in 0.5 s.  So after AGAIN_FREE such tries in a
  * row, a wait sleeps between them, 1 ms doubling up to the poll
  * interval, and wakes at once on a change of the name in the directory.
  * A try never sleeps.
+ *
+ * Only a file gone before we could lock it counts (TRY_GONE).  A file
+ * that we locked and then found released or replaced (TRY_AGAIN) is
+ * somebody's turn come and gone: under local contention every waiter
+ * blocked on the old inode sees that on each hand-off it loses, and
+ * once that counted, 64 waiters slept in here instead of queueing, each
+ * with a directory watch that every temp file woke (issue 30).  Such a
+ * try ends the streak.
  */
 static int again_pause(struct pidlock *lock, struct watch *w, int64_t deadline,
 		       int streak)
@@ -203,6 +222,10 @@ static int again_pause(struct pidlock *lock, struct watch *w, int64_t deadline,
 	if (w->file_wd < 0)
 		wait_watch_dir(w);
 	r = wait_for_event(w, lock->set.base, ms, ms);
+	/* What follows may block in the kernel for long (a blocked
+	 * waiter): the directory's events must not pile up meanwhile. */
+	if (w->file_wd < 0)
+		wait_unwatch_dir(w);
 	return r < 0 ? r : 0;
 }
 
@@ -245,7 +268,14 @@ int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 				return r;
 		}
 		r = existing_try(lock, deadline, fdp);
-		busy = *busyp = r == TRY_BUSY;
+		streak = r == TRY_GONE ? streak + 1 : 0;
+		/* A file we locked and then found released: the next holder
+		 * may have published its own already.  Look before making a
+		 * temp file: in a herd, all but one of the waiters would
+		 * make one in vain. */
+		busy = *busyp = r == TRY_BUSY || r == TRY_AGAIN;
+		if (r == TRY_GONE)
+			r = TRY_AGAIN;
 		/* The descriptor the file watch was for is gone: our own
 		 * opens and closes of the next file must not wake us. */
 		if (*fdp < 0)
@@ -257,12 +287,11 @@ int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 		if (r == TRY_AGAIN) {
 			r = again_allowed(deadline, &agains);
 			if (r == 0)
-				r = again_pause(lock, w, deadline, ++streak);
+				r = again_pause(lock, w, deadline, streak);
 			if (r < 0)
 				return r;
 			continue;
 		}
-		streak = 0;
 		if (timeout_ms == 0)
 			return -EWOULDBLOCK;
 		r = wait_busy(lock, w, fdp, deadline);

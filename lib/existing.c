@@ -523,7 +523,7 @@ int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 	if (fd < 0) {
 		fd = open_existing(lock->set.path);
 		if (path_replaced(fd))
-			return TRY_AGAIN;
+			return TRY_GONE;
 		/* A lease on the file: our open started its break; the file
 		 * is busy until its holder lets go, like any holder's. */
 		if (fd == -EWOULDBLOCK)
@@ -544,7 +544,7 @@ int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 	}
 	if (r != TRY_HELD_BY_US)
 		io_close_keep_errno(fd);
-	return path_replaced(r) ? TRY_AGAIN : r;
+	return path_replaced(r) ? TRY_GONE : r;
 }
 
 /*

@@ -161,7 +161,10 @@ struct content {
 #define WATCH_RELEASE (IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_ATTRIB | \
 		       IN_DELETE_SELF | IN_MOVE_SELF)
 
-enum try_result { TRY_HELD_BY_US = 1, TRY_BUSY, TRY_AGAIN };
+/* TRY_AGAIN: the file we locked was released or replaced meanwhile;
+ * TRY_GONE: the file the path named was gone before we could lock and
+ * check it (acquire.c, again_pause()). */
+enum try_result { TRY_HELD_BY_US = 1, TRY_BUSY, TRY_AGAIN, TRY_GONE };
 
 /*
  * Functions shared between files carry their file's name as a prefix,
@@ -372,6 +375,7 @@ void wait_init(struct watch *w, const char *dir);
 int wait_watch_file(struct watch *w, const char *path, uint32_t mask);
 void wait_unwatch_file(struct watch *w);
 void wait_watch_dir(struct watch *w);
+void wait_unwatch_dir(struct watch *w);
 typedef bool (*wait_hit_fn)(const struct inotify_event *ev, const void *arg);
 int wait_read_events(int ifd, wait_hit_fn hit, const void *arg);
 int wait_poll_events(int ifd, int64_t ms, wait_hit_fn hit, const void *arg);

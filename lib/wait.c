@@ -42,7 +42,7 @@ void wait_watch_dir(struct watch *w)
 		w->dir_wd = -2;		/* refused: the poll bound still wakes us */
 }
 
-static void unwatch_dir(struct watch *w)
+void wait_unwatch_dir(struct watch *w)
 {
 	if (w->ifd >= 0 && w->dir_wd >= 0)
 		(void)inotify_rm_watch(w->ifd, w->dir_wd);
@@ -58,7 +58,7 @@ int wait_watch_file(struct watch *w, const char *path, uint32_t mask)
 	w->file_wd = inotify_add_watch(w->ifd, path, mask | IN_DONT_FOLLOW);
 	if (w->file_wd < 0)
 		return -errno;
-	unwatch_dir(w);
+	wait_unwatch_dir(w);
 	return 0;
 }
 
