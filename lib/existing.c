@@ -92,6 +92,30 @@ bool path_replaced(int r)
  * O_NONBLOCK keeps a FIFO swapped in late, or a lease (whose break an
  * open would otherwise wait for), from hanging us: lease_open().
  */
+/*
+ * ETXTBSY: the file is a program that somebody runs, which open(2) for
+ * writing refuses.  A running program is no lock file, and saying
+ * "Text file busy" hides that: read it, and answer what its content
+ * says (-EBADMSG), as for any other data file.  Nothing is written.
+ */
+static int running_program(const char *path)
+{
+	char buf[CONTENT_READ_MAX];
+	struct stat st;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+			    O_NOCTTY);
+
+	if (fd < 0)
+		return -ETXTBSY;
+	n = fstat(fd, &st) < 0 ? -1 : io_read_bounded(fd, buf, sizeof(buf));
+	io_close_keep_errno(fd);
+	if (n < 0 || !S_ISREG(st.st_mode) ||
+	    content_is_lock_file(buf, (size_t)n, (int64_t)st.st_size))
+		return -ETXTBSY;
+	return -EBADMSG;
+}
+
 static int open_existing(const char *path)
 {
 	struct stat lst;
@@ -103,6 +127,8 @@ static int open_existing(const char *path)
 	    !S_ISDIR(lst.st_mode))
 		return -EINVAL;
 	fd = lease_open(path, OPEN_EXISTING);
+	if (fd == -ETXTBSY)
+		return running_program(path);
 	return fd == -ENXIO ? -EINVAL : fd;
 }
 

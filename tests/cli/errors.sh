@@ -70,4 +70,19 @@ for args in "--status x.lock" "--list ." "--help"; do
 		fail "pidlock $args > /dev/full: $(cat msg)"
 	pass "pidlock $args to a full device: 74 and a message"
 done
+# A program that runs (open(2) for writing says ETXTBSY): not a lock
+# file, 65, as any other data file, and it stays as it was.
+cp "$(command -v sleep)" prog
+sum=$(cksum < prog)
+./prog 30 &
+prog=$!
+track "$prog"
+running() { [ "$(readlink "/proc/$prog/exe")" = "$T/prog" ]; }
+wait_until running
+err 65 "a program that runs: 65, not a lock file" \
+	'^pidlock: prog: not a lock file' -n prog touch ran
+[ "$(cksum < prog)" = "$sum" ] || fail "the running program was changed"
+pass "the running program is untouched"
+kill "$prog"
+
 done_testing
