@@ -19,7 +19,8 @@
  *	A and B name one file through two mounts (two bindfs mounts, two
  *	GlusterFS clients).  Each round a spec-only writer creates B with
  *	O_EXCL and writes its record 100 ms later, while pidlock_acquire()
- *	tries A every 5 ms: it must never hold (issue 27.1).  Run by
+ *	tries A every 5 ms: it must never hold (issue 27.1), neither
+ *	before the record (the lease test) nor after (a stale view).  Run by
  *	tests/test-lease-bindfs.sh and make check-distributed.
  *
  * Exit 0: passed; 1: failed; 2: set-up.
@@ -46,7 +47,10 @@
 #define SWAP_TRIES 3000
 #define RACE_TRY_MS 5
 #define RACE_WRITE_MS 100
-#define RACE_WATCH_MS 400
+/* How long the writer's record stays: longer than a shared file
+ * system's client caches what it saw (attributes, 1 s on FUSE and in
+ * GlusterFS's md-cache), so that a stale view would be seen. */
+#define RACE_HOLD_MS 2500
 
 static volatile sig_atomic_t urgs;
 static char dir[64];
@@ -298,8 +302,10 @@ static int fifo_swap(void)
 
 /*
  * A spec-only writer on B: O_EXCL create, its record RACE_WRITE_MS
- * later, held a while, then removed.  Tells the parent on fd `told`
- * once the file exists.
+ * later, closed (the spec's sequence), then a while alive.  Its record
+ * holds after its exit too (rule B: until old and dead), until the
+ * parent removes it.  Tells the parent on fd `told` once the file
+ * exists.
  */
 static void spec_writer(const char *b, int told)
 {
@@ -313,8 +319,8 @@ static void spec_writer(const char *b, int told)
 		 (long)getpid(), (long long)time(NULL));
 	if (write(fd, rec, strlen(rec)) != (ssize_t)strlen(rec) || close(fd))
 		_exit(2);
-	pause_ms(RACE_WATCH_MS);
-	_exit(unlink(b) < 0 ? 2 : 0);
+	pause_ms(RACE_HOLD_MS);
+	_exit(0);
 }
 
 /* One round: -1 set-up, else the ms after the create at which A was
@@ -344,7 +350,9 @@ static long race_round(struct pidlock *l, const char *b)
 	}
 	close(p[0]);
 	t0 = now_ms();
-	while (now_ms() - t0 < RACE_WRITE_MS + RACE_WATCH_MS / 2) {
+	/* The record is there from the create until our unlink below:
+	 * every hold in between is a second holder. */
+	while (waitpid(w, &status, WNOHANG) == 0) {
 		int r = pidlock_acquire(l, 0);
 
 		if (r == 0) {
@@ -354,7 +362,7 @@ static long race_round(struct pidlock *l, const char *b)
 		}
 		pause_ms(RACE_TRY_MS);
 	}
-	if (waitpid(w, &status, 0) < 0)
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return -1;
 	return at;
 }
