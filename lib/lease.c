@@ -145,17 +145,20 @@ static int lease_in_tester(int fd)
 int lease_alone(int fd, const struct stat *st, unsigned int grace_ms)
 {
 	struct f_owner_ex owner;
-	int r = remote_others_unseen(fd);
+	int sig, r = remote_others_unseen(fd);
 
 	if (r != 0)
 		return r < 0 ? r : -EOPNOTSUPP;
 	wait_min_age(st, grace_ms);
-	/* A borrowed description (pidlock_lock_fd()) may have an owner of
-	 * its caller's; the lease made the tester its owner. */
-	if (fcntl(fd, F_GETOWN_EX, &owner) < 0)
+	/* A borrowed description (pidlock_lock_fd()) may have an owner and
+	 * a signal of its caller's: the lease made the tester its owner,
+	 * and its end cleared both. */
+	sig = fcntl(fd, F_GETSIG);
+	if (sig < 0 || fcntl(fd, F_GETOWN_EX, &owner) < 0)
 		return -errno;
 	r = lease_in_tester(fd);
-	if (fcntl(fd, F_SETOWN_EX, &owner) < 0 && r >= 0)
+	if ((fcntl(fd, F_SETOWN_EX, &owner) < 0 ||
+	     fcntl(fd, F_SETSIG, sig) < 0) && r >= 0)
 		r = -errno;
 	return r;
 }
