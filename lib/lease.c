@@ -90,10 +90,12 @@ static int TESTER_ATTRS tester(void *arg)
  * (the kernel sets it to the current thread group), and another
  * process's open then signals the owner to give the lease back: our
  * caller's SIGURG handler, or any other handler, would see it.  So a
- * tester takes and drops the lease: a clone sharing our memory and
- * descriptor table (the parent waits, as for vfork(2)), with every
- * signal blocked, so that the break's signal stays pending in it and is
- * discarded at its exit.  Its exit signal is none: no SIGCHLD reaches
+ * tester takes and drops the lease: a clone sharing our memory (the
+ * parent waits, as for vfork(2)) with a copy of our descriptors (a
+ * shared table, CLONE_FILES, is a clone valgrind cannot run; the copy
+ * holds the caller's files for the tester's few microseconds), with
+ * every signal blocked, so that the break's signal stays pending in it
+ * and is discarded at its exit.  Its exit signal is none: no SIGCHLD reaches
  * the caller, and only a wait for clone children (__WCLONE) reaps it,
  * so the caller's own wait(2) for any child never meets it.  Its
  * answer comes back in its exit status (valgrind runs it as a fork).
@@ -110,8 +112,8 @@ static int lease_in_tester(int fd)
 	r = pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (r != 0)
 		return -r;
-	pid = clone(tester, stack + sizeof(stack),
-		    CLONE_VM | CLONE_FILES | CLONE_VFORK, &fd);
+	pid = clone(tester, stack + sizeof(stack), CLONE_VM | CLONE_VFORK,
+		    &fd);
 	r = pid < 0 ? -errno : 0;
 	while (pid > 0 && waitpid(pid, &status, __WCLONE) < 0) {
 		if (errno != EINTR) {
