@@ -246,14 +246,14 @@ static bool pidfile_held(struct pidlock *lock, const struct content *c,
  * 1: decided by what the file holds now; 0: wait out the grace.
  */
 static int nobody_writing(int fd, struct stat *st, struct content *c,
-			  unsigned int grace_ms)
+			  const struct pidlock *lock)
 {
 	bool lock_file = false;
 	int r;
 
-	if (io_grace_left_ms(st, grace_ms) <= 0)
+	if (io_grace_left_ms(st, lock->set.grace_ms) <= 0)
 		return 0;
-	if (lease_alone(fd, st, grace_ms) != 1)
+	if (lease_alone(fd, st, lock->set.grace_ms) != 1)
 		return 0;
 	if (fstat(fd, st) < 0)
 		return -errno;
@@ -266,15 +266,15 @@ static int nobody_writing(int fd, struct stat *st, struct content *c,
 /*
  * The record is incomplete: it may be a spec-only peer between its
  * O_EXCL create and its write.  Watch for that write until the grace
- * period (grace_ms: remote_grace_ms()), counted from the file's mtime,
- * is over; *c is then the latest record.  Returns 1 if the caller's deadline (-1: none) came
+ * period, counted from the file's mtime, is over; *c is then the
+ * latest record.  Returns 1 if the caller's deadline (-1: none) came
  * first, the file still within its grace.
  */
 static int wait_for_writer(struct pidlock *lock, int fd,
 			   const struct stat *st, struct content *c,
-			   unsigned int grace_ms, int64_t deadline)
+			   int64_t deadline)
 {
-	int64_t left = io_grace_left_ms(st, grace_ms);
+	int64_t left = io_grace_left_ms(st, lock->set.grace_ms);
 	int64_t until = io_now_ms() + left;
 	bool lock_file = false;
 	struct watch w;
@@ -301,7 +301,7 @@ static int wait_for_writer(struct pidlock *lock, int fd,
 			break;
 		left = until - io_now_ms();
 		if (left <= 0) {
-			r = io_grace_left_ms(st, grace_ms) > 0;
+			r = io_grace_left_ms(st, lock->set.grace_ms) > 0;
 			break;
 		}
 		r = wait_for_event(&w, NULL, left, GRACE_POLL_MS);
@@ -420,11 +420,9 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 	/* Rule C: incomplete content waits out the grace, then is ours;
 	 * at once if no other description is open, as a writer's is. */
 	if (r == 0 && incomplete(&c)) {
-		unsigned int grace = remote_grace_ms(lock, fd, st->st_dev);
-
-		r = nobody_writing(fd, st, &c, grace);
+		r = nobody_writing(fd, st, &c, lock);
 		if (r == 0)
-			r = wait_for_writer(lock, fd, st, &c, grace, deadline);
+			r = wait_for_writer(lock, fd, st, &c, deadline);
 		else if (r > 0)
 			r = 0;
 	}

@@ -60,16 +60,13 @@ enum window { NO_WINDOW, IN_WINDOW, READ_AGAIN };
 static enum window writer_window(int fd, const struct content *c,
 				 const struct stat *st)
 {
-	unsigned int grace;
-
-	if (c->marker || content_is_spec(c))
-		return NO_WINDOW;
-	grace = remote_grace_fd_ms(fd, PIDLOCK_DEFAULT_GRACE_MS);
-	if (io_grace_left_ms(st, grace) <= 0)
+	if (c->marker || content_is_spec(c) ||
+	    io_grace_left_ms(st, PIDLOCK_DEFAULT_GRACE_MS) <= 0)
 		return NO_WINDOW;
 	/* Alone: a writer may have written and closed since our read,
 	 * and nobody can change the file now. */
-	return lease_alone(fd, st, grace) == 1 ? READ_AGAIN : IN_WINDOW;
+	return lease_alone(fd, st, PIDLOCK_DEFAULT_GRACE_MS) == 1 ? READ_AGAIN
+								: IN_WINDOW;
 }
 
 static enum pidlock_state classify(unsigned int kernel,

@@ -238,8 +238,6 @@ int proclocks_each(proclocks_fn fn, void *arg, bool *torn);
 int remote_same_inode(struct pidlock *lock, int fd, const struct stat *st);
 bool remote_locks_local(const struct pidlock *lock, int fd);
 int remote_others_unseen(int fd);
-unsigned int remote_grace_ms(struct pidlock *lock, int fd, dev_t dev);
-unsigned int remote_grace_fd_ms(int fd, unsigned int grace_ms);
 
 /* How create.c publishes (struct pidlock's link_mode). */
 enum { PUB_RENAME = 0, PUB_TMPFILE, PUB_TMPFILE_PROC, PUB_IN_PLACE };

@@ -75,33 +75,6 @@ static bool caches(struct pidlock *lock, int fd, dev_t dev)
 }
 
 /*
- * Rule C's grace on such a client: a spec-only writer's record, written
- * through another client, reaches this one's view of the file (its size,
- * what a read returns) only once the caches in between let go of what
- * they saw: FUSE's attribute cache (1 s by default), and the file
- * system's own (GlusterFS's md-cache, 1 s; the record was seen 250-350
- * ms after its write, two GlusterFS clients of one volume).  Until then
- * the file reads empty, as if its writer were still between its create
- * and its write.  So incomplete content waits that much longer there.
- * A client set to cache longer is a margin (doc/protocol.md, rule C).
- */
-#define REMOTE_CACHE_MS 2000
-
-unsigned int remote_grace_ms(struct pidlock *lock, int fd, dev_t dev)
-{
-	unsigned int grace = lock->set.grace_ms;
-
-	return caches(lock, fd, dev) ? grace + REMOTE_CACHE_MS : grace;
-}
-
-/* The same for a reader with no handle (inspect.c). */
-unsigned int remote_grace_fd_ms(int fd, unsigned int grace_ms)
-{
-	return remote_others_unseen(fd) != 0 ? grace_ms + REMOTE_CACHE_MS
-					     : grace_ms;
-}
-
-/*
  * 0: a new open of the path names st's file; 1: another file, or none;
  * -errno: the check failed.  A file we may not read (a lock file made
  * with mode 0200) cannot be opened for the check: the lookup's answer

@@ -10,7 +10,7 @@
 set -u
 
 top=$(pwd)
-ROUNDS=${LEASE_BINDFS_ROUNDS:-10}
+ROUNDS=${LEASE_BINDFS_ROUNDS:-6}
 PROG="$top/tests/test-lease"
 [ -x "$top/tests/.libs/test-lease" ] && {
 	PROG="$top/tests/.libs/test-lease"

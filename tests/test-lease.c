@@ -15,12 +15,13 @@
  *	fifo_swap        a FIFO swapped in with RENAME_EXCHANGE between the
  *	                 lstat and the open is refused on the descriptor by
  *	                 inspect and acquire, and never taken (issue 27.6).
- *   test-lease spec-race A B ROUNDS
+ *   test-lease spec-race A B ROUNDS [GRACE_MS]
  *	A and B name one file through two mounts (two bindfs mounts, two
  *	GlusterFS clients).  Each round a spec-only writer creates B with
- *	O_EXCL and writes its record 100 ms later, while pidlock_acquire()
- *	tries A every 5 ms: it must never hold (issue 27.1), neither
- *	before the record (the lease test) nor after (a stale view).  Run by
+ *	O_EXCL, writes its record 100 ms later and closes, while
+ *	pidlock_acquire() tries A every 5 ms (with GRACE_MS as its grace,
+ *	default 200): it must never hold (issue 27.1), neither before the
+ *	record (the lease test) nor after (a stale view of the file).  Run by
  *	tests/test-lease-bindfs.sh and make check-distributed.
  *
  * Exit 0: passed; 1: failed; 2: set-up.
@@ -383,12 +384,14 @@ static long race_round(struct pidlock *l, const char *b)
 	return at;
 }
 
-static int spec_race(const char *a, const char *b, int rounds)
+static int spec_race(const char *a, const char *b, int rounds,
+		     unsigned int grace_ms)
 {
 	struct pidlock *l;
 	int doubles = 0;
 
-	if (pidlock_new(&l, a, 0) < 0)
+	if (pidlock_new(&l, a, 0) < 0 ||
+	    (grace_ms && pidlock_set_grace(l, grace_ms) < 0))
 		die("pidlock_new");
 	(void)unlink(b);
 	for (int i = 0; i < rounds; i++) {
@@ -432,10 +435,12 @@ int main(int argc, char **argv)
 	int failed = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 5 && strcmp(argv[1], "spec-race") == 0)
-		return spec_race(argv[2], argv[3], atoi(argv[4]));
+	if ((argc == 5 || argc == 6) && strcmp(argv[1], "spec-race") == 0)
+		return spec_race(argv[2], argv[3], atoi(argv[4]),
+				 argc == 6 ? (unsigned int)atoi(argv[5]) : 0);
 	if (argc != 1) {
-		fprintf(stderr, "usage: test-lease [spec-race A B ROUNDS]\n");
+		fprintf(stderr,
+			"usage: test-lease [spec-race A B ROUNDS [GRACE_MS]]\n");
 		return 2;
 	}
 	snprintf(dir, sizeof(dir), "%s/test-lease.XXXXXX", base_dir());
