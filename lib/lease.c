@@ -95,10 +95,13 @@ static int TESTER_ATTRS tester(void *arg)
  * shared table, CLONE_FILES, is a clone valgrind cannot run; the copy
  * holds the caller's files for the tester's few microseconds), with
  * every signal blocked, so that the break's signal stays pending in it
- * and is discarded at its exit.  Its exit signal is none: no SIGCHLD reaches
- * the caller, and only a wait for clone children (__WCLONE) reaps it,
- * so the caller's own wait(2) for any child never meets it.  Its
- * answer comes back in its exit status (valgrind runs it as a fork).
+ * and is discarded at its exit.  Its exit signal is none: no SIGCHLD
+ * reaches the caller, and only a wait for clone children (__WCLONE)
+ * reaps it, so the caller's own wait(2) for any child never meets it.
+ * Its answer comes back in its exit status (valgrind runs it as a
+ * fork).  The copy's close at its exit drops none of the caller's
+ * locks: POSIX locks belong to a descriptor table, and the others to
+ * the description, which the caller still has open.
  * 1: alone; 0: another description is open; -errno: no answer.
  */
 static int lease_in_tester(int fd)
