@@ -108,27 +108,36 @@ static int lease_in_tester(int fd)
 {
 	char stack[TESTER_STACK] __attribute__((aligned(16)));
 	sigset_t all, old;
-	int status = 0, r;
+	int status = 0, cancel, r;
 	pid_t pid;
 
-	sigfillset(&all);
-	r = pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* waitpid(2) is a cancellation point: a cancellation there would
+	 * leave the tester unreaped.  It has exited by then (vfork). */
+	r = pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	if (r != 0)
 		return -r;
+	sigfillset(&all);
+	r = pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (r != 0) {
+		(void)pthread_setcancelstate(cancel, NULL);
+		return -r;
+	}
 	pid = clone(tester, stack + sizeof(stack), CLONE_VM | CLONE_VFORK,
 		    &fd);
 	r = pid < 0 ? -errno : 0;
 	while (pid > 0 && waitpid(pid, &status, __WCLONE) < 0) {
 		if (errno != EINTR) {
-			r = -errno;
+			r = -errno;	/* reaped by a caller's __WALL wait */
 			break;
 		}
 	}
 	/* Killed between its two calls, it left the lease in place: given
-	 * back here (no change of owner for F_UNLCK). */
-	if (pid > 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0))
+	 * back here, whatever it said (no change of owner for F_UNLCK;
+	 * without a lease, EAGAIN and nothing done). */
+	if (pid > 0)
 		(void)fcntl(fd, F_SETLEASE, F_UNLCK);
 	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+	(void)pthread_setcancelstate(cancel, NULL);
 	if (r < 0)
 		return r;
 	if (!WIFEXITED(status))
