@@ -286,6 +286,7 @@ int proclocks_each(proclocks_fn fn, void *arg, bool *torn);
 /* remote.c */
 int remote_same_inode(struct pidlock *lock, int fd, const struct stat *st);
 bool remote_locks_local(const struct pidlock *lock, int fd);
+int remote_others_unseen(int fd);
 
 /* How create.c publishes (struct pidlock's link_mode). */
 enum { PUB_RENAME = 0, PUB_TMPFILE, PUB_TMPFILE_PROC, PUB_IN_PLACE };

@@ -40,6 +40,24 @@ static bool caching_client(unsigned long type)
 	return false;
 }
 
+/*
+ * Can the file be open where this kernel cannot see it?  On a shared
+ * file system's client, another client's open (another host, or another
+ * FUSE mount of the same directory: two bindfs mounts) is the server's
+ * business: the kernel here counts only its own openers, and grants a
+ * write lease while a spec-only writer on the other client is between
+ * its create and its write.  So the lease test (lease.c) is not asked
+ * there, and rule C's grace holds.  1: yes (or not known), 0: no.
+ */
+int remote_others_unseen(int fd)
+{
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) < 0)
+		return errno == ENOSYS ? 1 : -errno;
+	return caching_client((unsigned long)sf.f_type);
+}
+
 /* Asked once per device and handle: a local file system pays nothing
  * after the first check. */
 static bool caches(struct pidlock *lock, int fd, dev_t dev)

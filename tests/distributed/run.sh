@@ -8,7 +8,7 @@
 #
 # Environment:
 #   DIST_PARTS        any of: handoff ofdkeep killholder killclient mix
-#                     climix spin (default: all)
+#                     climix specrace spin (default: all)
 #   DIST_ROUNDS       rounds of handoff, ofdkeep, killholder and
 #                     killclient (8)
 #   DIST_MIX_SECONDS  length of each mix (10)
@@ -21,7 +21,7 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(pwd)
-PARTS=${DIST_PARTS:-handoff ofdkeep killholder killclient mix climix spin}
+PARTS=${DIST_PARTS:-handoff ofdkeep killholder killclient mix climix specrace spin}
 ROUNDS=${DIST_ROUNDS:-8}
 MIX_SECONDS=${DIST_MIX_SECONDS:-10}
 HOLD_MS=${DIST_HOLD_MS:-50}
@@ -30,12 +30,16 @@ die() { echo "distributed: $*" >&2; exit 99; }
 
 DLOCK="$top/tests/distributed/dlock"
 [ -x "$DLOCK" ] || die "$DLOCK is not built (make tests/distributed/dlock)"
+LEASE="$top/tests/test-lease"
+[ -x "$LEASE" ] || die "$LEASE is not built (make tests/test-lease)"
 [ -x "$top/tools/pidlock" ] || die "tools/pidlock is not built (make)"
 # The programs run hundreds of times: no libtool wrappers.
 if [ -x "$top/tools/.libs/pidlock" ]; then
 	PIDLOCK="$top/tools/.libs/pidlock"
 	[ -x "$top/tests/distributed/.libs/dlock" ] &&
 		DLOCK="$top/tests/distributed/.libs/dlock"
+	[ -x "$top/tests/.libs/test-lease" ] &&
+		LEASE="$top/tests/.libs/test-lease"
 	LD_LIBRARY_PATH="$top/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 	export LD_LIBRARY_PATH
 else
@@ -211,7 +215,8 @@ killclient() {
 	[ "$bad" -eq 0 ]
 }
 
-mkdir -p "$A/handoff" "$A/ofdkeep" "$A/mix" "$A/killholder" "$A/killclient" ||
+mkdir -p "$A/handoff" "$A/ofdkeep" "$A/mix" "$A/killholder" "$A/killclient" \
+	"$A/specrace" ||
 	die "mkdir on the volume failed"
 want handoff && part handoff with_rc "$DLOCK" handoff \
 	"$A/handoff/h.lock" "$B/handoff/h.lock" "$ROUNDS"
@@ -223,6 +228,14 @@ want mix && part mix with_rc "$DLOCK" mix "$MIX_SECONDS" "$HOLD_MS" \
 	"$WORK/local/lib-held" "$A/mix/m.lock" "$A/mix/m.lock" \
 	"$B/mix/m.lock" "$B/mix/m.lock"
 want climix && part climix with_rc climix
+# Rule C across clients: a spec-only writer creates the file on b and
+# writes 100 ms later; tries on a every 5 ms must never hold (the lease
+# test sees only a's own opens, and is not asked on a FUSE client).  The
+# grace is 2 s: b's record reaches a's view of the file only once a's
+# caches let go (250-350 ms after the write here), and a 200 ms grace
+# is then too short, lease or not (doc/protocol.md, rule C's margins).
+want specrace && part specrace with_rc "$LEASE" spec-race \
+	"$A/specrace/s.lock" "$B/specrace/s.lock" "$ROUNDS" 2000
 
 # --- spin: the bound on a wait that keeps finding the file gone ----------
 # A holder on a is killed, a waiter on b takes its file over and
