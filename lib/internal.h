@@ -283,10 +283,13 @@ static inline void io_close_keep_errno(int fd)
 typedef int (*proclocks_fn)(char *line, void *arg);
 int proclocks_each(proclocks_fn fn, void *arg, bool *torn);
 
+/* fstype.c: a shared file system's client, by statfs(2) */
+bool fstype_caching(unsigned long type);
+int fstype_others_unseen(int fd);
+
 /* remote.c */
 int remote_same_inode(struct pidlock *lock, int fd, const struct stat *st);
 bool remote_locks_local(const struct pidlock *lock, int fd);
-int remote_others_unseen(int fd);
 
 /* How create.c publishes (struct pidlock's link_mode). */
 enum { PUB_RENAME = 0, PUB_TMPFILE, PUB_TMPFILE_PROC, PUB_IN_PLACE };

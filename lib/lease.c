@@ -153,13 +153,13 @@ static int lease_in_tester(int fd)
  * 1: alone; 0: another description is open (a writer between its
  * create and its write has one); -errno: no answer (another user's file
  * without CAP_LEASE, a file system without leases, leases disabled,
- * and a shared file system's client: remote_others_unseen()).
+ * and a shared file system's client: fstype_others_unseen()).
  * st and grace_ms: the file's age, waited for first (wait_min_age()).
  */
 int lease_alone(int fd, const struct stat *st, unsigned int grace_ms)
 {
 	struct f_owner_ex owner;
-	int sig, r = remote_others_unseen(fd);
+	int sig, r = fstype_others_unseen(fd);
 
 	if (r != 0)
 		return r < 0 ? r : -EOPNOTSUPP;
