@@ -60,19 +60,6 @@ static void assert_pidfd_of(int pidfd)
 	ck_assert_int_eq(fcntl(pidfd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
 }
 
-/* A live process that holds nothing: the innocent. */
-static pid_t innocent(void)
-{
-	pid_t pid = fork();
-
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		pause();
-		_exit(0);
-	}
-	return pid;
-}
-
 static void end(pid_t pid)
 {
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
@@ -124,7 +111,7 @@ END_TEST
 START_TEST(no_kernel_lock_not_proven)
 {
 	const char *p = tu_path("a.pid");
-	pid_t pid = innocent();
+	pid_t pid = tu_live_pid();
 	char buf[64];
 
 	tu_msleep(20);	/* the file is written after the process started */
@@ -145,7 +132,7 @@ END_TEST
 START_TEST(record_pid_must_hold)
 {
 	const char *p = tu_path("a.lock");
-	pid_t pid = innocent();
+	pid_t pid = tu_live_pid();
 	struct tu_child c;
 	struct holders h;
 	char rec[128];
@@ -381,7 +368,7 @@ START_TEST(wait_free_wakes)
 	if (how == LG_SPEC) {
 		tu_write_spec(p, getpid(), 0, "spec");
 	} else if (how == LG_PIDFILE) {
-		daemon = innocent();
+		daemon = tu_live_pid();
 		tu_msleep(20);
 		snprintf(buf, sizeof(buf), "%d\n", (int)daemon);
 		tu_write(p, buf);

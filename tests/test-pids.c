@@ -281,26 +281,12 @@ static void *wait_forever(void *arg)
 	return (void *)(long)r;
 }
 
-/* A live process that holds nothing, named by a spec record: the wait
- * keeps its pidfd. */
-static pid_t sleeper(void)
-{
-	pid_t pid = fork();
-
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		pause();
-		_exit(0);
-	}
-	return pid;
-}
-
 /* A cancelled wait closes its inotify instance, its descriptor of the
  * file and the holder's pidfd. */
 START_TEST(cancelled_wait_closes_all)
 {
 	char *p = tu_path("a.lock");
-	pid_t holder = sleeper();
+	pid_t holder = tu_live_pid();	/* the wait keeps its pidfd */
 	int fds0 = tu_count_fds();
 	void *ret = NULL;
 	pthread_t t;

@@ -40,6 +40,18 @@ pid_t tu_dead_pid(void)
 	return pid;
 }
 
+pid_t tu_live_pid(void)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
 long tu_pid_max(void)
 {
 	FILE *f = fopen("/proc/sys/kernel/pid_max", "re");

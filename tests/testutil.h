@@ -22,6 +22,9 @@
 struct pidlock *tu_new(const char *path, unsigned int flags);
 /* The pid of a process that has exited and been reaped. */
 pid_t tu_dead_pid(void);
+/* A live child that holds nothing and waits in pause(2) until killed
+ * (tu_reap() after the kill). */
+pid_t tu_live_pid(void);
 /* /proc/sys/kernel/pid_max. */
 long tu_pid_max(void);
 
