@@ -66,7 +66,7 @@ CSLEEP=$(child_of "$CPID")
 pass "a container's holder: pid 1 there, $CPID here"
 
 # --- nsenter -m: the container's files through its /proc ------------------
-nsenter -t "$CPID" -m "$PIDLOCK" --signal USR1 "$T/c1.lock" 2> err
+nsenter -t "$CPID" -m -r "$PIDLOCK" --signal USR1 "$T/c1.lock" 2> err
 rc=$?
 sleep 0.2	# a trap runs between commands; a signal sent is there now
 grep -q USR1 got && fail "our pid 1 got the USR1 meant for the container's"
@@ -86,9 +86,9 @@ own_mnt() {
 	[ "$(readlink "/proc/$1/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ]
 }
 wait_until own_mnt "$MNT"
-nsenter -t "$MNT" -m --pid="/proc/$CPID/ns/pid" mount -t proc proc /proc ||
+nsenter -t "$MNT" -m -r --pid="/proc/$CPID/ns/pid" mount -t proc proc /proc ||
 	fail "mounting the container's /proc"
-nsenter -t "$MNT" -m "$PIDLOCK" --signal USR2 "$T/c1.lock" 2> err
+nsenter -t "$MNT" -m -r "$PIDLOCK" --signal USR2 "$T/c1.lock" 2> err
 rc=$?
 sleep 0.2
 grep -q USR2 got && fail "our pid 1 got the USR2 meant for the container's"
@@ -115,7 +115,7 @@ wait_until held c2.lock
 [ "$(field c2.lock pid)" = 200 ] || fail "the second container's record: $(cat c2.lock)"
 at_pid 200 sleep 300
 INNOCENT=$LAST
-nsenter -t "$C2" -m "$PIDLOCK" --stop --retry TERM/1/KILL/1 "$T/c2.lock" 2> err
+nsenter -t "$C2" -m -r "$PIDLOCK" --stop --retry TERM/1/KILL/1 "$T/c2.lock" 2> err
 rc=$?
 runs "$INNOCENT" || fail "--stop killed our pid 200, an innocent sleep (exit $rc)"
 [ $rc -eq 3 ] || fail "--stop through the container's /proc: exit $rc, $(cat err)"
