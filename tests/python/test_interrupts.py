@@ -241,6 +241,9 @@ CHILD = textwrap.dedent("""
     import asyncio, faulthandler, signal, sys
     import pidlock
     faulthandler.register(signal.SIGUSR2, all_threads=True)
+    # Python leaves SIGINT ignored if it started so (a background job of
+    # a shell without job control): the interrupts must raise all the same.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     kind, path = sys.argv[1], sys.argv[2]
     probe_at = path + ".0" if kind == "Slots" else path
     probe = pidlock.Lock(probe_at)
