@@ -118,12 +118,11 @@ static int refuse_fs(struct pidlock *lock, int error)
  */
 int acquire_arm(struct pidlock *lock, struct watch *w, int *fdp)
 {
-	int r;
-
 	if (w->ifd == -2)
 		wait_init(w, lock->set.dir);
 	if (*fdp >= 0 && w->file_wd < 0 && !w->file_failed) {
-		r = wait_watch_file(w, lock->set.path, WATCH_RELEASE);
+		int r = wait_watch_file(w, lock->set.path, WATCH_RELEASE);
+
 		if (r == 0) {
 			acquire_check_kept(lock, w, fdp);
 			return 1;

@@ -44,10 +44,10 @@
 
 #include "pidlock.h"
 
-#define SIGURG_SECONDS 2
+#define SIGURG_SECONDS 2L
 #define MIN_AGE_STAMP_MS 12	/* >= 10 (the old minimum), < 22 */
 #define MIN_AGE_WAIT_MS 7	/* what is left, with a clock's slack */
-#define SWAP_SECONDS 3
+#define SWAP_SECONDS 3L
 #define RACE_TRY_MS 5
 #define RACE_WRITE_MS 100
 /* How long the writer's record stays: longer than a shared file

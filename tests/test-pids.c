@@ -47,7 +47,9 @@ static char stat_state(pid_t pid)
 		return '?';
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : '?';
+	if (!p || p[1] != ' ')
+		return '?';
+	return p[2];
 }
 
 /* Until /proc shows pid's leader as a zombie. */

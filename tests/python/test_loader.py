@@ -38,9 +38,13 @@ def installed_copy(tmp_path, libdir):
 
 def clean_import(site, code, **env):
     """python3 -c code with nothing in the environment but PATH,
-    PYTHONPATH=site and env."""
+    PYTHONPATH=site and env; and a sanitizer build's preloaded runtimes
+    (tests/python/run.sh), without which its library cannot load."""
     base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "PYTHONPATH": site}
+    for name in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS"):
+        if name in os.environ:
+            base[name] = os.environ[name]
     base.update(env)
     return subprocess.run([sys.executable, "-c", code], env=base,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
