@@ -125,7 +125,7 @@ static int lease_in_tester(int fd)
 	pid = clone(tester, stack + sizeof(stack), CLONE_VM | CLONE_VFORK,
 		    &fd);
 	r = pid < 0 ? -errno : 0;
-	while (pid > 0 && waitpid(pid, &status, __WCLONE) < 0) {
+	while (pid > 0 && waitpid(pid, &status, (int)__WCLONE) < 0) {
 		if (errno != EINTR) {
 			r = -errno;	/* reaped by a caller's __WALL wait */
 			break;

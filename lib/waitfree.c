@@ -188,6 +188,12 @@ static void free_wait_end(void *arg)
 	fw->dir = NULL;
 }
 
+/* pthread_cleanup_push() is a macro whose expansion makes the
+ * statement's own ';' an empty one (clang -Weverything says so). */
+#ifdef __clang__
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wextra-semi-stmt"
+#endif
 /* poll(2), the wait's one cancellation point, with the caller's
  * cancelability state. */
 static int poll_cancellable(struct free_wait *fw, struct pollfd *pfd,
@@ -204,6 +210,9 @@ static int poll_cancellable(struct free_wait *fw, struct pollfd *pfd,
 	errno = saved;
 	return n;
 }
+#ifdef __clang__
+#pragma clang diagnostic pop
+#endif
 
 /*
  * Sleep until an event of the lock, the holder's end, or ms pass.

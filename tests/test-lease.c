@@ -80,7 +80,7 @@ static void pause_ms(long ms)
 		;
 }
 
-static void die(const char *what)
+__attribute__((noreturn)) static void die(const char *what)
 {
 	perror(what);
 	exit(2);
@@ -324,7 +324,7 @@ static int fifo_swap(void)
  * parent removes it.  Tells the parent on fd `told` once the file
  * exists.
  */
-static void spec_writer(const char *b, int told)
+__attribute__((noreturn)) static void spec_writer(const char *b, int told)
 {
 	char rec[64];
 	int fd = open(b, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -254,7 +254,7 @@ static int lease_fn(struct tu_child *c, void *arg)
  * timeout of 0 answers -EWOULDBLOCK. */
 START_TEST(lease_does_not_end_wait)
 {
-	static const int types[] = { F_RDLCK, F_WRLCK };
+	static int types[] = { F_RDLCK, F_WRLCK };
 	char *p = tu_path("a.lock");
 	void *arg[2] = { p, (void *)&types[_i] };
 	struct tu_child c;
@@ -327,6 +327,12 @@ static void close_got(void *arg)
 		(void)close(l->pidfds[i]);
 }
 
+/* pthread_cleanup_push()'s expansion makes its ';' an empty statement
+ * (clang -Weverything). */
+#ifdef __clang__
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wextra-semi-stmt"
+#endif
 static void *look_cancelled(void *arg)
 {
 	struct look *l = arg;
@@ -346,6 +352,9 @@ static void *look_cancelled(void *arg)
 	pthread_cleanup_pop(1);
 	return NULL;
 }
+#ifdef __clang__
+#pragma clang diagnostic pop
+#endif
 
 START_TEST(cancelled_looks_close_all)
 {
