@@ -10,6 +10,7 @@ import errno
 import math
 import os
 import stat
+import sys
 import threading
 import time
 import warnings
@@ -19,7 +20,7 @@ from typing import Any, Callable, Optional, Type
 
 from . import _lib, _log
 from ._errors import Busy, Timeout
-from ._lock import Lock
+from ._lock import Lock, with_site
 from ._types import Flags, PathArg
 
 
@@ -84,6 +85,8 @@ class _Context:
     def __init__(self) -> None:
         self.lock: Optional[Lock] = None
         self.counter = 0
+        # The with-statements that counted in, innermost last (with_site()).
+        self.sites: list = []
         # An RLock for its _is_owned(): after an interrupt, whether this
         # thread got it (no thread takes it twice).
         self.mutex = threading.RLock()
@@ -465,8 +468,11 @@ class FileLock(contextlib.ContextDecorator):
                 if todo[0]:
                     ctx.counter = 0 if force else ctx.counter - 1
                     todo[0] = False
+                    if ctx.sites:
+                        ctx.sites.pop()
                 if ctx.counter <= 0:
                     ctx.counter = 0
+                    ctx.sites.clear()
                     _log.debug_filelock(_log.ATTEMPT_RELEASE, self, self._lock_file)
                     _let_go_uncounted(ctx)
                     _log.debug_filelock(_log.RELEASED, self, self._lock_file)
@@ -477,15 +483,34 @@ class FileLock(contextlib.ContextDecorator):
         # acquire()'s body, not a call of it: the call's return would be
         # one more place where an interrupt could land after the count.
         ctx = self._context
+        site = with_site(sys._getframe(1))
+        if site in ctx.sites:
+            _lib.settle(lambda: self._forget_exits(ctx, site))
         counted = [False]
         try:
             if not self._count_in(ctx, self._timeout if self._blocking else 0,
                                   counted):
                 raise Timeout(self._lock_file)
+            ctx.sites.append(site)
         except BaseException:
             _lib.settle(lambda: self._undo_count(ctx, counted))
             raise
         return self
+
+    def _forget_exits(self, ctx: _Context, site: tuple) -> None:
+        """This very with-statement is entered again while it still
+        counts: it ended, and so did those it encloses, but an interrupt
+        kept their __exit__ from counting down (it came before the first
+        line of __exit__ ran).  Count them out, and let go at 0."""
+        with ctx.mutex:
+            if site not in ctx.sites:
+                return
+            at = ctx.sites.index(site)
+            ctx.counter = max(0, ctx.counter - (len(ctx.sites) - at))
+            del ctx.sites[at:]
+            if ctx.counter == 0:
+                ctx.sites.clear()
+            _let_go_uncounted(ctx)
 
     def __exit__(self, exc_type: Optional[Type[BaseException]],
                  exc: Optional[BaseException],
