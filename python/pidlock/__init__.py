@@ -91,6 +91,7 @@ from ._filelock import (AcquireReturnProxy, BaseFileLock, CloseErrorPolicy,
 from ._asyncfilelock import (AsyncAcquireReturnProxy, AsyncFileLock,
                              AsyncUnixFileLock, BaseAsyncFileLock)
 from ._holder import holder_pidfds, wait_free
+from ._descriptor import lock_descriptor, unlock_descriptor
 
 __all__ = [
     "AcquireReturnProxy",
@@ -115,6 +116,8 @@ __all__ = [
     "UnixFileLock",
     "inspect",
     "holder_pidfds",
+    "lock_descriptor",
+    "unlock_descriptor",
     "Slots",
     "wait_free",
 ]
