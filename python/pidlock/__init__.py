@@ -92,6 +92,7 @@ from ._asyncfilelock import (AsyncAcquireReturnProxy, AsyncFileLock,
                              AsyncUnixFileLock, BaseAsyncFileLock)
 from ._holder import holder_pidfds, wait_free
 from ._descriptor import lock_descriptor, unlock_descriptor
+from ._readwrite import ReadWriteLock
 
 __all__ = [
     "AcquireReturnProxy",
@@ -111,6 +112,7 @@ __all__ = [
     "Lock",
     "LockInfo",
     "NotALockFile",
+    "ReadWriteLock",
     "State",
     "Timeout",
     "UnixFileLock",
