@@ -92,13 +92,19 @@ from ._asyncfilelock import (AsyncAcquireReturnProxy, AsyncFileLock,
                              AsyncUnixFileLock, BaseAsyncFileLock)
 from ._holder import holder_pidfds, wait_free
 from ._descriptor import lock_descriptor, unlock_descriptor
-from ._readwrite import ReadWriteLock
+from ._readwrite import (AsyncReadWriteLock, AsyncReadWriteReturnProxy,
+                         ReadWriteLock)
+
+#: filelock's name for what AsyncReadWriteLock's acquires return.
+AsyncAcquireReadWriteReturnProxy = AsyncReadWriteReturnProxy
 
 __all__ = [
     "AcquireReturnProxy",
     "AsyncAcquireReturnProxy",
     "AsyncFileLock",
     "AsyncLock",
+    "AsyncReadWriteLock",
+    "AsyncAcquireReadWriteReturnProxy",
     "AsyncUnixFileLock",
     "BaseAsyncFileLock",
     "BaseFileLock",

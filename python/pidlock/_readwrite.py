@@ -5,11 +5,14 @@ than on an SQLite database."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import os
 import threading
 import weakref
-from typing import Any, Iterator, Optional
+from concurrent import futures
+from typing import Any, AsyncIterator, Iterator, Optional
 
 from . import _lib
 from ._errors import Busy, Timeout
@@ -220,3 +223,118 @@ def _reset_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_reset_in_child)
+
+
+class AsyncReadWriteReturnProxy:
+    """What AsyncReadWriteLock's acquires return: ``async with`` on it
+    releases one level."""
+
+    def __init__(self, lock: "AsyncReadWriteLock") -> None:
+        self.lock = lock
+
+    async def __aenter__(self) -> "AsyncReadWriteLock":
+        return self.lock
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.lock.release()
+
+
+class AsyncReadWriteLock:
+    """ReadWriteLock for asyncio: each call runs in an executor (by
+    default one thread of its own, which close() shuts down), so the
+    write lock's thread is always that one.
+
+    AsyncReadWriteLock(lock_file, timeout=-1, *, blocking=True,
+    is_singleton=True, loop=None, executor=None)
+
+    A cancelled acquire lets go of what its executor call takes."""
+
+    def __init__(self, lock_file: PathArg, timeout: float = -1, *,
+                 blocking: bool = True, is_singleton: bool = True,
+                 loop: "Optional[asyncio.AbstractEventLoop]" = None,
+                 executor: "Optional[futures.Executor]" = None) -> None:
+        self._lock = ReadWriteLock(lock_file, timeout, blocking=blocking,
+                                   is_singleton=is_singleton)
+        self._loop = loop
+        self._owns_executor = executor is None
+        self._executor = executor or futures.ThreadPoolExecutor(max_workers=1)
+
+    @property
+    def lock_file(self) -> str:
+        return self._lock.lock_file
+
+    @property
+    def timeout(self) -> float:
+        return self._lock.timeout
+
+    @property
+    def blocking(self) -> bool:
+        return self._lock.blocking
+
+    @property
+    def loop(self) -> "Optional[asyncio.AbstractEventLoop]":
+        return self._loop
+
+    @property
+    def executor(self) -> "futures.Executor":
+        return self._executor
+
+    async def _run(self, func, *args: Any, **kwargs: Any) -> Any:  # type: ignore[no-untyped-def]
+        loop = self._loop or asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, functools.partial(func, *args, **kwargs))
+
+    async def _acquire(self, take, timeout: float,  # type: ignore[no-untyped-def]
+                       blocking: bool) -> AsyncReadWriteReturnProxy:
+        self._lock._usable()
+        loop = self._loop or asyncio.get_running_loop()
+        fut = loop.run_in_executor(self._executor,
+                                   functools.partial(take, timeout, blocking=blocking))
+        try:
+            await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            # The executor's call goes on: what it takes is let go.
+            fut.add_done_callback(self._release_if_taken)
+            raise
+        return AsyncReadWriteReturnProxy(self)
+
+    def _release_if_taken(self, fut: "asyncio.Future[Any]") -> None:
+        if not fut.cancelled() and fut.exception() is None:
+            self._executor.submit(self._lock.release)
+
+    async def acquire_read(self, timeout: float = -1, *,
+                           blocking: bool = True) -> AsyncReadWriteReturnProxy:
+        return await self._acquire(self._lock.acquire_read, timeout, blocking)
+
+    async def acquire_write(self, timeout: float = -1, *,
+                            blocking: bool = True) -> AsyncReadWriteReturnProxy:
+        return await self._acquire(self._lock.acquire_write, timeout, blocking)
+
+    @contextlib.asynccontextmanager
+    async def read_lock(self, timeout: Optional[float] = None, *,
+                        blocking: Optional[bool] = None) -> AsyncIterator[None]:
+        await self.acquire_read(self.timeout if timeout is None else timeout,
+                                blocking=self.blocking if blocking is None else blocking)
+        try:
+            yield
+        finally:
+            await self.release()
+
+    @contextlib.asynccontextmanager
+    async def write_lock(self, timeout: Optional[float] = None, *,
+                         blocking: Optional[bool] = None) -> AsyncIterator[None]:
+        await self.acquire_write(self.timeout if timeout is None else timeout,
+                                 blocking=self.blocking if blocking is None else blocking)
+        try:
+            yield
+        finally:
+            await self.release()
+
+    async def release(self, *, force: bool = False) -> None:
+        await self._run(self._lock.release, force=force)
+
+    async def close(self) -> None:
+        """Let go, and shut down the executor if it is this lock's own."""
+        await self._run(self._lock.close)
+        if self._owns_executor:
+            self._executor.shutdown(wait=False)

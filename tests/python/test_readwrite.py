@@ -110,3 +110,48 @@ def test_fork_child_sees_nothing_held(lockpath):
     assert other_process(lockpath, "read") == "busy"
     lock.release()
     assert other_process(lockpath, "read") == "got"
+
+
+def test_async_read_write(lockpath):
+    import asyncio
+
+    async def main():
+        lock = pidlock.AsyncReadWriteLock(lockpath, is_singleton=False)
+        async with lock.read_lock():
+            assert other_process(lockpath, "read") == "got"
+            assert other_process(lockpath, "write") == "busy"
+        async with await lock.acquire_write():
+            async with await lock.acquire_write():
+                pass
+            with pytest.raises(RuntimeError, match="downgrade"):
+                await lock.acquire_read()
+            assert other_process(lockpath, "read") == "busy"
+        assert other_process(lockpath, "write") == "got"
+        await lock.close()
+
+    asyncio.run(main())
+
+
+def test_async_cancelled_acquire_leaves_nothing(lockpath):
+    import asyncio
+
+    async def main():
+        holder = ReadWriteLock(lockpath, is_singleton=False)
+        holder.acquire_write()
+        lock = pidlock.AsyncReadWriteLock(lockpath, is_singleton=False)
+        task = asyncio.create_task(lock.acquire_read(timeout=5))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # The executor's wait goes on, and takes the lock once it is free:
+        # that hold is let go, as nobody was told of it.
+        holder.release()
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            if other_process(lockpath, "write") == "got":
+                break
+        assert other_process(lockpath, "write") == "got"
+        await lock.close()
+
+    asyncio.run(main())
