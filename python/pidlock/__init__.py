@@ -91,12 +91,20 @@ from ._filelock import (AcquireReturnProxy, BaseFileLock, CloseErrorPolicy,
 from ._asyncfilelock import (AsyncAcquireReturnProxy, AsyncFileLock,
                              AsyncUnixFileLock, BaseAsyncFileLock)
 from ._holder import holder_pidfds, wait_free
+from ._descriptor import lock_descriptor, unlock_descriptor
+from ._readwrite import (AsyncReadWriteLock, AsyncReadWriteReturnProxy,
+                         ReadWriteLock)
+
+#: filelock's name for what AsyncReadWriteLock's acquires return.
+AsyncAcquireReadWriteReturnProxy = AsyncReadWriteReturnProxy
 
 __all__ = [
     "AcquireReturnProxy",
     "AsyncAcquireReturnProxy",
     "AsyncFileLock",
     "AsyncLock",
+    "AsyncReadWriteLock",
+    "AsyncAcquireReadWriteReturnProxy",
     "AsyncUnixFileLock",
     "BaseAsyncFileLock",
     "BaseFileLock",
@@ -110,11 +118,14 @@ __all__ = [
     "Lock",
     "LockInfo",
     "NotALockFile",
+    "ReadWriteLock",
     "State",
     "Timeout",
     "UnixFileLock",
     "inspect",
     "holder_pidfds",
+    "lock_descriptor",
+    "unlock_descriptor",
     "Slots",
     "wait_free",
 ]

@@ -10,6 +10,7 @@ import errno
 import math
 import os
 import stat
+import sys
 import threading
 import time
 import warnings
@@ -19,7 +20,7 @@ from typing import Any, Callable, Optional, Type
 
 from . import _lib, _log
 from ._errors import Busy, Timeout
-from ._lock import Lock
+from ._lock import Lock, with_site
 from ._types import Flags, PathArg
 
 
@@ -84,6 +85,10 @@ class _Context:
     def __init__(self) -> None:
         self.lock: Optional[Lock] = None
         self.counter = 0
+        # The with-statements that counted in, innermost last (with_site()).
+        self.sites: list = []
+        # (the thread's table, key) of the deadlock rule, while held.
+        self.held: Optional[tuple] = None
         # An RLock for its _is_owned(): after an interrupt, whether this
         # thread got it (no thread takes it twice).
         self.mutex = threading.RLock()
@@ -193,6 +198,8 @@ class FileLock(contextlib.ContextDecorator):
         self._tag = tag
         self._flags = flags
         self._context: _Context = _ThreadContext() if thread_local else _Context()
+        self._creator_pid = os.getpid()
+        _LIVE.add(self)
         self._ready = True
 
     # --- filelock's properties ---------------------------------------------
@@ -323,12 +330,14 @@ class FileLock(contextlib.ContextDecorator):
     def _count_in(self, ctx: _Context, timeout: float, counted: list,
                   cancel_check: Optional[Callable[[], bool]] = None,
                   poll_interval: float = 0.05) -> bool:
+        self._refuse_inherited()
         wait = -1 if timeout < 0 else timeout
         if not ctx.mutex.acquire(timeout=wait):
             return False
         try:
             first = not self.is_locked
             if first:
+                key = self._refuse_deadlock(ctx, timeout)
                 _log.debug_filelock(_log.ATTEMPT_ACQUIRE, self, self._lock_file)
                 if cancel_check is None:
                     self._take(ctx, timeout)
@@ -337,6 +346,9 @@ class FileLock(contextlib.ContextDecorator):
                                         poll_interval)
             ctx.counter += 1
             counted[0] = True
+            if first:
+                _HELD.paths[key] = id(self)
+                ctx.held = (_HELD.paths, key)
             _log.debug_filelock(_log.ACQUIRED, self, self._lock_file)
             if first and self._on_acquired is not None:
                 self._call_on_acquired(ctx, counted)
@@ -348,6 +360,42 @@ class FileLock(contextlib.ContextDecorator):
         finally:
             ctx.mutex.release()
         return True
+
+    def _refuse_inherited(self) -> None:
+        if self._creator_pid != os.getpid():
+            raise RuntimeError(f"{type(self).__name__} on {self._lock_file} was "
+                               "made before os.fork(): make a new one in the child")
+
+    def _refuse_deadlock(self, ctx: _Context, timeout: float) -> str:
+        """A first acquire that would wait without a limit for a hold of
+        another FileLock of this thread on the same path would wait
+        forever: it raises RuntimeError instead (filelock's rule; the
+        first sentence is filelock's).  Returns the path's key."""
+        key = _canonical(self._lock_file)
+        other = _HELD.paths.get(key)
+        if timeout < 0 and other is not None and other != id(self):
+            raise RuntimeError(f"Deadlock: lock '{self._lock_file}' is already "
+                               f"held by a different {self._holder_kind} in this "
+                               "thread.  Use is_singleton=True to share one "
+                               "instance, or a timeout")
+        return key
+
+    #: How the deadlock message names the other holder.
+    _holder_kind = "FileLock instance"
+
+    def _after_fork_in_child(self) -> None:
+        """The child's view: nothing held.  The parent's handle is closed
+        (its descriptor only: the parent's lock and file stay, as the C
+        library does for a handle whose record another process wrote)."""
+        ctx = self._context
+        old, ctx.lock = ctx.lock, None
+        ctx.counter = 0
+        ctx.sites = []
+        ctx.held = None
+        ctx.mutex = threading.RLock()
+        if old is not None:
+            old._guard = threading.RLock()
+            old.close()
 
     def _take_checking(self, ctx: _Context, timeout: float,
                        cancel_check: Callable[[], bool],
@@ -465,8 +513,11 @@ class FileLock(contextlib.ContextDecorator):
                 if todo[0]:
                     ctx.counter = 0 if force else ctx.counter - 1
                     todo[0] = False
+                    if ctx.sites:
+                        ctx.sites.pop()
                 if ctx.counter <= 0:
                     ctx.counter = 0
+                    ctx.sites.clear()
                     _log.debug_filelock(_log.ATTEMPT_RELEASE, self, self._lock_file)
                     _let_go_uncounted(ctx)
                     _log.debug_filelock(_log.RELEASED, self, self._lock_file)
@@ -477,15 +528,34 @@ class FileLock(contextlib.ContextDecorator):
         # acquire()'s body, not a call of it: the call's return would be
         # one more place where an interrupt could land after the count.
         ctx = self._context
+        site = with_site(sys._getframe(1))
+        if site in ctx.sites:
+            _lib.settle(lambda: self._forget_exits(ctx, site))
         counted = [False]
         try:
             if not self._count_in(ctx, self._timeout if self._blocking else 0,
                                   counted):
                 raise Timeout(self._lock_file)
+            ctx.sites.append(site)
         except BaseException:
             _lib.settle(lambda: self._undo_count(ctx, counted))
             raise
         return self
+
+    def _forget_exits(self, ctx: _Context, site: tuple) -> None:
+        """This very with-statement is entered again while it still
+        counts: it ended, and so did those it encloses, but an interrupt
+        kept their __exit__ from counting down (it came before the first
+        line of __exit__ ran).  Count them out, and let go at 0."""
+        with ctx.mutex:
+            if site not in ctx.sites:
+                return
+            at = ctx.sites.index(site)
+            ctx.counter = max(0, ctx.counter - (len(ctx.sites) - at))
+            del ctx.sites[at:]
+            if ctx.counter == 0:
+                ctx.sites.clear()
+            _let_go_uncounted(ctx)
 
     def __exit__(self, exc_type: Optional[Type[BaseException]],
                  exc: Optional[BaseException],
@@ -521,6 +591,42 @@ def _let_go_uncounted(ctx: _Context) -> None:
     """Under ctx.mutex: a hold with a count of 0 is nobody's; let go."""
     if ctx.counter == 0 and ctx.lock is not None and ctx.lock.locked:
         ctx.lock.release()
+    if ctx.counter == 0 and ctx.held is not None:
+        table, key = ctx.held
+        ctx.held = None
+        table.pop(key, None)
+
+
+class _Held(threading.local):
+    """The paths that this thread's FileLocks hold: path key -> id of
+    the FileLock (the deadlock rule)."""
+
+    def __init__(self) -> None:
+        self.paths: "dict[str, int]" = {}
+
+
+_HELD = _Held()
+#: Every FileLock, for the child's reset after os.fork().
+_LIVE: "weakref.WeakSet[FileLock]" = weakref.WeakSet()
+
+
+def _reset_in_child() -> None:
+    """After os.fork(), in the child: every FileLock is unheld there, its
+    singletons and the deadlock table start empty."""
+    global _HELD
+    _HELD = _Held()
+    for lock in list(_LIVE):
+        if lock._creator_pid != os.getpid():
+            lock._after_fork_in_child()
+    classes = [FileLock]
+    while classes:
+        cls = classes.pop()
+        cls._instances = weakref.WeakValueDictionary()
+        cls._instances_guard = threading.Lock()
+        classes.extend(cls.__subclasses__())
+
+
+os.register_at_fork(after_in_child=_reset_in_child)
 
 
 #: filelock's names for the base and the platform's lock class.

@@ -7,6 +7,7 @@ import ctypes
 import errno
 import math
 import os
+import sys
 import threading
 import time
 from typing import Callable, Optional
@@ -76,6 +77,8 @@ class Lock(_lib.Owner):
         self._handle: Optional[int] = None
         self._owner: Optional[int] = None
         self._guard = threading.RLock()
+        # Where the with-statement that holds the lock is (with_site()).
+        self._site: Optional[tuple] = None
         self.timeout = timeout
         self.tag = tag
         if shared:
@@ -114,8 +117,16 @@ class Lock(_lib.Owner):
 
     @property
     def locked(self) -> bool:
-        """Whether this process holds the lock through this handle."""
-        return self._owner is not None
+        """Whether this process holds the lock through this handle.
+
+        The C handle is the truth (it has a descriptor while it holds):
+        a hold that an interrupt kept Python from recording still shows.
+        A child made by os.fork() during the hold sees it unheld until
+        it refresh()es."""
+        handle = self._handle
+        if handle is None or _lib.lib.pidlock_fd(handle) < 0:
+            return False
+        return self._owner is None or self._owner == os.getpid()
 
     def acquire(self, timeout: "Optional[float] | _Default" = DEFAULT) -> "Lock":
         """Take the lock; returns self.
@@ -134,9 +145,10 @@ class Lock(_lib.Owner):
         try:
             with self._guard:
                 handle = self._live()
+                self._drop_orphan(handle)
                 # Not held before: a hold found after an exception is
                 # this call's, and nobody was told of it.
-                mine = self._owner is None
+                mine = _lib.lib.pidlock_fd(handle) < 0
                 self._debug(_log.ATTEMPT_ACQUIRE)
                 rc = retrying(_lib.lib.pidlock_acquire, handle, ms)
                 if rc == 0:
@@ -158,6 +170,14 @@ class Lock(_lib.Owner):
     def _debug(self, msg: str) -> None:
         if not self._quiet:
             _log.debug(msg, self, self._path)
+
+    def _drop_orphan(self, handle: int) -> None:
+        """A hold that no call returned (an interrupt came after the
+        library took it, and before or during its clean-up) is let go
+        before the next take; the C library keeps a forked parent's
+        file (only the child's descriptor is closed)."""
+        if self._owner is None and _lib.lib.pidlock_fd(handle) >= 0:
+            _lib.lib.pidlock_release(handle)
 
     def _undo_acquire(self) -> None:
         # pidlock_fd() tells whether the handle holds: if so, the hold
@@ -181,6 +201,7 @@ class Lock(_lib.Owner):
             with self._guard:
                 handle = self._live()
                 self._debug(_log.ATTEMPT_RELEASE)
+                self._site = None
                 rc = _let_go(handle, self._owner)
                 if rc not in (-errno.EINVAL, -errno.ENOLCK):
                     self._owner = None
@@ -194,6 +215,7 @@ class Lock(_lib.Owner):
             raise_for(rc, self._path)
 
     def _finish_release(self) -> None:
+        self._site = None
         handle = self._handle
         if handle is not None and _lib.lib.pidlock_fd(handle) >= 0:
             _let_go(handle, self._owner)
@@ -255,9 +277,19 @@ class Lock(_lib.Owner):
     def __enter__(self) -> "Lock":
         # An interrupt can land here too, after acquire() returned and
         # before the with-block starts: no __exit__ would let go.
-        mine = self._owner is None
+        site = with_site(sys._getframe(1))
+        handle = self._handle
+        if handle is not None and site == self._site:
+            # This very with-statement is entered again: the one before
+            # it ended, and an interrupt kept its __exit__ from letting
+            # go (it came before the first line of __exit__ ran).
+            with self._guard:
+                _lib.settle(self._finish_release)
+        mine = handle is None or _lib.lib.pidlock_fd(handle) < 0 or self._owner is None
         try:
-            return self.acquire()
+            self.acquire()
+            self._site = site
+            return self
         except BaseException:
             if mine:
                 with self._guard:
@@ -273,6 +305,14 @@ class Lock(_lib.Owner):
     def __repr__(self) -> str:
         state = "locked" if self.locked else "unlocked"
         return f"<pidlock.Lock {self._path!r} {state}>"
+
+
+def with_site(frame) -> tuple:  # type: ignore[no-untyped-def]
+    """Where a with-statement is: its thread, frame and instruction.  A
+    frame at the instruction that enters a with-statement is not inside
+    that with-block (a recursive call has a frame of its own; a frame's
+    id is reused only once it is gone, and its with-blocks with it)."""
+    return (threading.get_ident(), id(frame), frame.f_lasti)
 
 
 def retrying(call: Callable[[int, int], int], handle: int, ms: int) -> int:

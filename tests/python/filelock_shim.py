@@ -10,7 +10,9 @@ own class.  Not part of make check (it needs filelock's sources)."""
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 
 import pytest
 
@@ -64,6 +66,25 @@ UNREACHABLE = {
 }
 
 
+#: A test that patches a function of filelock's private modules (their
+#: fcntl.flock, os.close and the like) tests filelock's own code: pidlock
+#: never calls it.  Some of them wait for the patched call forever; then
+#: pytest-timeout's SIGALRM lands in pytest's own code (its AST parse of
+#: a traceback) and ends the run with an INTERNALERROR.
+PRIVATE_PATCH = re.compile(r"""patch\(\s*["'](filelock\._\w+\.[\w.]+)["']""")
+
+
+def _patches_private(item: pytest.Item) -> "str | None":
+    try:
+        source = inspect.getsource(item.function)  # type: ignore[attr-defined]
+    except (AttributeError, OSError, TypeError):
+        return None
+    found = PRIVATE_PATCH.search(source)
+    if found is None:
+        return None
+    return f"patches {found.group(1)}, filelock's own code, which pidlock never calls"
+
+
 def _unreachable(reason: str):  # type: ignore[no-untyped-def]
     def runtest() -> None:
         pytest.fail(f"not reachable by another implementation: {reason}",
@@ -88,6 +109,9 @@ def pytest_collection_modifyitems(config: pytest.Config,
             for prefix, reason in UNREACHABLE.items():
                 if item.nodeid.split("tests/", 1)[-1].startswith(prefix):
                     item.runtest = _unreachable(reason)
+            private = _patches_private(item)
+            if private is not None:
+                item.runtest = _unreachable(private)
             keep.append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

@@ -89,7 +89,9 @@ def test_a_failing_on_acquired_lets_go(lockpath):
 
 
 def test_cancel_check_ends_a_wait(lockpath):
-    with FileLock(lockpath):
+    # Held by a pidlock.Lock: a FileLock's hold of this thread would make
+    # the wait a deadlock (RuntimeError, test_filelock_fork.py).
+    with pidlock.Lock(lockpath):
         other = FileLock(lockpath)
         calls = []
 

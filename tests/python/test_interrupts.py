@@ -503,3 +503,78 @@ def test_signal_during_wait_keeps_the_timeout(lockpath, kind):
         assert 0.299 <= took < 6, took
     finally:
         holder.close()
+
+
+# --- a storm: an interrupt every millisecond --------------------------------
+STORM = textwrap.dedent("""
+    import json, os, signal, sys, time
+    import pidlock
+
+    kind, path, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    obj = pidlock.Lock(path) if kind == "Lock" else pidlock.FileLock(path)
+    inside = False
+
+    def handler(signum, frame):
+        # Raises only inside the with-statement, as a program's Ctrl-C
+        # handler that guards one section would.
+        if inside:
+            raise KeyboardInterrupt
+
+    def held():
+        return obj.locked if kind == "Lock" else obj.is_locked
+
+    def kernel_free():
+        probe = pidlock.Lock(path)
+        try:
+            probe.acquire(timeout=0)
+        except pidlock.Busy:
+            return False
+        probe.release()
+        probe.close()
+        return True
+
+    signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)
+    end = time.monotonic() + seconds
+    rounds = interrupts = 0
+    while time.monotonic() < end:
+        try:
+            try:
+                inside = True
+                with obj:
+                    rounds += 1
+            finally:
+                inside = False
+        except KeyboardInterrupt:
+            interrupts += 1
+    signal.setitimer(signal.ITIMER_REAL, 0, 0)
+    inside = False
+    out = {"rounds": rounds, "interrupts": interrupts,
+           "held": held(), "free": kernel_free()}
+    try:
+        with obj:
+            out["inner_free"] = kernel_free()
+        out["after"] = [held(), kernel_free()]
+    except Exception as exc:
+        out["error"] = repr(exc)
+    print(json.dumps(out), flush=True)
+""")
+
+
+@pytest.mark.parametrize("kind", ["Lock", "FileLock"])
+def test_interrupt_storm_leaves_no_lost_hold(lockpath, kind):
+    """An interrupt every millisecond for 2.5 s during `with lock:`
+    loops (the handler raises only inside the with-statement).  After
+    it, what the object says (locked or not) is what the kernel says: a
+    hold that Python lost track of is found, not hidden; the next
+    with-block works, holds, and lets go of everything."""
+    proc = subprocess.run([sys.executable, "-c", STORM, kind, lockpath, "2.5"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    import json
+    out = json.loads(proc.stdout)
+    assert out["interrupts"] >= 100, out
+    assert out["held"] == (not out["free"]), out
+    assert "error" not in out, out
+    assert out["inner_free"] is False, out
+    assert out["after"] == [False, True], out

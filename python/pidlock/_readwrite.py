@@ -1,0 +1,340 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""pidlock.ReadWriteLock: filelock 3.21's read-write lock, on pidlock's
+shared locks (a reader holds the file shared, a writer exclusive) rather
+than on an SQLite database."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import threading
+import weakref
+from concurrent import futures
+from typing import Any, AsyncIterator, Iterator, Optional
+
+from . import _lib
+from ._errors import Busy, Timeout
+from ._lock import Lock
+from ._types import PathArg
+
+
+class ReadWriteReturnProxy:
+    """What acquire_read() and acquire_write() return: ``with`` on it
+    releases one level."""
+
+    def __init__(self, lock: "ReadWriteLock") -> None:
+        self.lock = lock
+
+    def __enter__(self) -> "ReadWriteLock":
+        return self.lock
+
+    def __exit__(self, *exc: Any) -> None:
+        self.lock.release()
+
+
+class ReadWriteLock:
+    """Readers together, or one writer, across processes.
+
+    ReadWriteLock(lock_file, timeout=-1, *, blocking=True, is_singleton=True)
+
+    As filelock's: reentrant in one mode (reads nest; writes nest in the
+    thread that took the write); read to write (upgrade) and write to
+    read (downgrade) raise RuntimeError; release() of nothing held raises
+    RuntimeError; is_singleton=True (the default) gives one object per
+    resolved path, and asking it again with another timeout or blocking
+    raises ValueError.  After os.fork() the child's object holds nothing
+    and raises RuntimeError when used; release() and close() there do
+    nothing.  Unlike filelock's, lock_file is a pidlock lock file (no
+    SQLite database): the file is removed when the last holder lets go.
+    """
+
+    _instances: "weakref.WeakValueDictionary[str, ReadWriteLock]" = weakref.WeakValueDictionary()
+    _instances_guard = threading.Lock()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._instances = weakref.WeakValueDictionary()
+
+    def __new__(cls, lock_file: PathArg, timeout: float = -1, *,
+                blocking: bool = True, is_singleton: bool = True) -> "ReadWriteLock":
+        if not is_singleton:
+            return super().__new__(cls)
+        key = os.path.realpath(os.fsdecode(lock_file))
+        with cls._instances_guard:
+            found = cls._instances.get(key)
+            if found is None:
+                found = super().__new__(cls)
+                cls._instances[key] = found
+                return found
+        if found.timeout != timeout or found.blocking != blocking:
+            raise ValueError(f"Singleton lock created with timeout={found.timeout}, "
+                             f"blocking={found.blocking}, cannot be changed to "
+                             f"timeout={timeout}, blocking={blocking}")
+        return found
+
+    @classmethod
+    def get_lock(cls, lock_file: PathArg, timeout: float = -1, *,
+                 blocking: bool = True) -> "ReadWriteLock":
+        """The singleton for lock_file."""
+        return cls(lock_file, timeout, blocking=blocking)
+
+    def __init__(self, lock_file: PathArg, timeout: float = -1, *,
+                 blocking: bool = True, is_singleton: bool = True) -> None:
+        if getattr(self, "_ready", False):
+            return
+        self.lock_file = os.fsdecode(lock_file)
+        self.timeout = timeout
+        self.blocking = blocking
+        self._guard = threading.RLock()
+        self._level = 0
+        self._mode: Optional[str] = None
+        self._writer: Optional[int] = None
+        self._held: Optional[Lock] = None
+        self._closed = False
+        self._creator_pid = os.getpid()
+        _LIVE.add(self)
+        self._ready = True
+
+    def acquire_read(self, timeout: float = -1, *,
+                     blocking: bool = True) -> ReadWriteReturnProxy:
+        """Take the lock shared (with other readers); raises Timeout."""
+        return self._acquire("read", timeout, blocking)
+
+    def acquire_write(self, timeout: float = -1, *,
+                      blocking: bool = True) -> ReadWriteReturnProxy:
+        """Take the lock alone; raises Timeout."""
+        return self._acquire("write", timeout, blocking)
+
+    @contextlib.contextmanager
+    def read_lock(self, timeout: Optional[float] = None, *,
+                  blocking: Optional[bool] = None) -> Iterator[None]:
+        self.acquire_read(self.timeout if timeout is None else timeout,
+                          blocking=self.blocking if blocking is None else blocking)
+        try:
+            yield
+        finally:
+            self.release()
+
+    @contextlib.contextmanager
+    def write_lock(self, timeout: Optional[float] = None, *,
+                   blocking: Optional[bool] = None) -> Iterator[None]:
+        self.acquire_write(self.timeout if timeout is None else timeout,
+                           blocking=self.blocking if blocking is None else blocking)
+        try:
+            yield
+        finally:
+            self.release()
+
+    def _usable(self) -> None:
+        if self._creator_pid != os.getpid():
+            raise RuntimeError(f"ReadWriteLock on {self.lock_file} was made before "
+                               "os.fork(): make a new one in the child")
+        if self._closed:
+            raise RuntimeError(f"ReadWriteLock on {self.lock_file} is closed")
+
+    def _again(self, mode: str) -> ReadWriteReturnProxy:
+        if self._mode != mode:
+            turn = "downgrade" if mode == "read" else "upgrade"
+            raise RuntimeError(f"Cannot acquire {mode} lock on {self.lock_file}: "
+                               f"already holding a {self._mode} lock ({turn} not allowed)")
+        if mode == "write" and self._writer != threading.get_ident():
+            raise RuntimeError(f"Cannot acquire write lock on {self.lock_file} from "
+                               f"thread {threading.get_ident()} while it is held by "
+                               f"thread {self._writer}")
+        self._level += 1
+        return ReadWriteReturnProxy(self)
+
+    def _acquire(self, mode: str, timeout: float,
+                 blocking: bool) -> ReadWriteReturnProxy:
+        self._usable()
+        with self._guard:
+            if self._level > 0:
+                return self._again(mode)
+            lock = Lock(self.lock_file, shared=(mode == "read"))
+            wait = 0 if not blocking else (None if timeout < 0 else timeout)
+            try:
+                lock.acquire(wait)
+            except Busy as busy:
+                lock.close()
+                raise Timeout(self.lock_file, busy.holder, busy.errno) from None
+            except BaseException:
+                lock.close()
+                raise
+            self._held, self._mode, self._level = lock, mode, 1
+            self._writer = threading.get_ident() if mode == "write" else None
+            return ReadWriteReturnProxy(self)
+
+    def release(self, *, force: bool = False) -> None:
+        """One level down; let go at 0 (at once if force).  RuntimeError
+        if nothing is held (and not force)."""
+        if self._creator_pid != os.getpid():
+            return
+        with self._guard:
+            if self._level == 0:
+                if force:
+                    return
+                raise RuntimeError(f"Cannot release a lock on {self.lock_file} "
+                                   f"(lock id: {id(self)}) that is not held")
+            self._level = 0 if force else self._level - 1
+            if self._level > 0:
+                return
+            held, self._held = self._held, None
+            self._mode = self._writer = None
+            if held is not None:
+                _lib.settle(held.close)
+
+    def close(self) -> None:
+        """Let go of everything; the object is not usable afterwards."""
+        if self._creator_pid != os.getpid():
+            return
+        self.release(force=True)
+        self._closed = True
+
+    def __del__(self) -> None:
+        held = getattr(self, "_held", None)
+        if held is not None and getattr(self, "_creator_pid", None) == os.getpid():
+            held.close()
+
+    def _after_fork_in_child(self) -> None:
+        held, self._held = self._held, None
+        self._guard = threading.RLock()
+        self._level = 0
+        self._mode = self._writer = None
+        if held is not None:
+            held._guard = threading.RLock()
+            held.close()      # the child's descriptor only (see Lock)
+
+
+_LIVE: "weakref.WeakSet[ReadWriteLock]" = weakref.WeakSet()
+
+
+def _reset_in_child() -> None:
+    for lock in list(_LIVE):
+        if lock._creator_pid != os.getpid():
+            lock._after_fork_in_child()
+    classes = [ReadWriteLock]
+    while classes:
+        cls = classes.pop()
+        cls._instances = weakref.WeakValueDictionary()
+        cls._instances_guard = threading.Lock()
+        classes.extend(cls.__subclasses__())
+
+
+os.register_at_fork(after_in_child=_reset_in_child)
+
+
+class AsyncReadWriteReturnProxy:
+    """What AsyncReadWriteLock's acquires return: ``async with`` on it
+    releases one level."""
+
+    def __init__(self, lock: "AsyncReadWriteLock") -> None:
+        self.lock = lock
+
+    async def __aenter__(self) -> "AsyncReadWriteLock":
+        return self.lock
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.lock.release()
+
+
+class AsyncReadWriteLock:
+    """ReadWriteLock for asyncio: each call runs in an executor (by
+    default one thread of its own, which close() shuts down), so the
+    write lock's thread is always that one.
+
+    AsyncReadWriteLock(lock_file, timeout=-1, *, blocking=True,
+    is_singleton=True, loop=None, executor=None)
+
+    A cancelled acquire lets go of what its executor call takes."""
+
+    def __init__(self, lock_file: PathArg, timeout: float = -1, *,
+                 blocking: bool = True, is_singleton: bool = True,
+                 loop: "Optional[asyncio.AbstractEventLoop]" = None,
+                 executor: "Optional[futures.Executor]" = None) -> None:
+        self._lock = ReadWriteLock(lock_file, timeout, blocking=blocking,
+                                   is_singleton=is_singleton)
+        self._loop = loop
+        self._owns_executor = executor is None
+        self._executor = executor or futures.ThreadPoolExecutor(max_workers=1)
+
+    @property
+    def lock_file(self) -> str:
+        return self._lock.lock_file
+
+    @property
+    def timeout(self) -> float:
+        return self._lock.timeout
+
+    @property
+    def blocking(self) -> bool:
+        return self._lock.blocking
+
+    @property
+    def loop(self) -> "Optional[asyncio.AbstractEventLoop]":
+        return self._loop
+
+    @property
+    def executor(self) -> "futures.Executor":
+        return self._executor
+
+    async def _run(self, func, *args: Any, **kwargs: Any) -> Any:  # type: ignore[no-untyped-def]
+        loop = self._loop or asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, functools.partial(func, *args, **kwargs))
+
+    async def _acquire(self, take, timeout: float,  # type: ignore[no-untyped-def]
+                       blocking: bool) -> AsyncReadWriteReturnProxy:
+        self._lock._usable()
+        loop = self._loop or asyncio.get_running_loop()
+        fut = loop.run_in_executor(self._executor,
+                                   functools.partial(take, timeout, blocking=blocking))
+        try:
+            await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            # The executor's call goes on: what it takes is let go.
+            fut.add_done_callback(self._release_if_taken)
+            raise
+        return AsyncReadWriteReturnProxy(self)
+
+    def _release_if_taken(self, fut: "asyncio.Future[Any]") -> None:
+        if not fut.cancelled() and fut.exception() is None:
+            self._executor.submit(self._lock.release)
+
+    async def acquire_read(self, timeout: float = -1, *,
+                           blocking: bool = True) -> AsyncReadWriteReturnProxy:
+        return await self._acquire(self._lock.acquire_read, timeout, blocking)
+
+    async def acquire_write(self, timeout: float = -1, *,
+                            blocking: bool = True) -> AsyncReadWriteReturnProxy:
+        return await self._acquire(self._lock.acquire_write, timeout, blocking)
+
+    @contextlib.asynccontextmanager
+    async def read_lock(self, timeout: Optional[float] = None, *,
+                        blocking: Optional[bool] = None) -> AsyncIterator[None]:
+        await self.acquire_read(self.timeout if timeout is None else timeout,
+                                blocking=self.blocking if blocking is None else blocking)
+        try:
+            yield
+        finally:
+            await self.release()
+
+    @contextlib.asynccontextmanager
+    async def write_lock(self, timeout: Optional[float] = None, *,
+                         blocking: Optional[bool] = None) -> AsyncIterator[None]:
+        await self.acquire_write(self.timeout if timeout is None else timeout,
+                                 blocking=self.blocking if blocking is None else blocking)
+        try:
+            yield
+        finally:
+            await self.release()
+
+    async def release(self, *, force: bool = False) -> None:
+        await self._run(self._lock.release, force=force)
+
+    async def close(self) -> None:
+        """Let go, and shut down the executor if it is this lock's own."""
+        await self._run(self._lock.close)
+        if self._owns_executor:
+            self._executor.shutdown(wait=False)

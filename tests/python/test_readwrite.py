@@ -1,0 +1,157 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""ReadWriteLock on pidlock's shared locks: readers together, a writer
+alone, across processes; filelock's reentrancy, singleton and fork
+rules."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import pidlock
+from pidlock import ReadWriteLock, Timeout
+from test_fork import in_child
+
+OTHER = """
+import sys, pidlock
+lock = pidlock.ReadWriteLock(sys.argv[1])
+take = lock.acquire_read if sys.argv[2] == "read" else lock.acquire_write
+try:
+    take(timeout=0)
+    print("got")
+except pidlock.Timeout:
+    print("busy")
+"""
+
+
+def other_process(path: str, mode: str) -> str:
+    return subprocess.run([sys.executable, "-c", OTHER, path, mode], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def test_readers_share_and_exclude_writers(lockpath):
+    lock = ReadWriteLock(lockpath)
+    with lock.read_lock():
+        assert other_process(lockpath, "read") == "got"
+        assert other_process(lockpath, "write") == "busy"
+    with lock.write_lock():
+        assert other_process(lockpath, "read") == "busy"
+        assert other_process(lockpath, "write") == "busy"
+    assert other_process(lockpath, "write") == "got"
+    assert not os.path.exists(lockpath)
+
+
+def test_reentrancy_rules(lockpath):
+    lock = ReadWriteLock(lockpath, is_singleton=False)
+    with lock.acquire_read():
+        with lock.acquire_read():
+            pass
+        with pytest.raises(RuntimeError, match="upgrade"):
+            lock.acquire_write()
+    with pytest.raises(RuntimeError, match="not held"):
+        lock.release()
+    lock.acquire_write()
+    lock.acquire_write()
+    with pytest.raises(RuntimeError, match="downgrade"):
+        lock.acquire_read()
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(
+        pytest.raises(RuntimeError, lock.acquire_write)))
+    t.start()
+    t.join()
+    assert len(seen) == 1
+    lock.release(force=True)
+    assert other_process(lockpath, "write") == "got"
+    lock.close()
+    with pytest.raises(RuntimeError):
+        lock.acquire_read()
+
+
+def test_second_instance_times_out(lockpath):
+    writer = ReadWriteLock(lockpath, is_singleton=False)
+    other = ReadWriteLock(lockpath, is_singleton=False)
+    with writer.write_lock():
+        with pytest.raises(Timeout):
+            other.acquire_read(timeout=0.05)
+        with pytest.raises(Timeout):
+            other.acquire_write(blocking=False)
+    with other.read_lock(), writer.read_lock():
+        pass
+
+
+def test_singletons(lockpath, tmp_path):
+    a = ReadWriteLock(lockpath)
+    assert ReadWriteLock(str(tmp_path / "." / "a.lock")) is a
+    assert ReadWriteLock.get_lock(lockpath) is a
+    with pytest.raises(ValueError):
+        ReadWriteLock(lockpath, timeout=3)
+    assert ReadWriteLock(lockpath, is_singleton=False) is not a
+
+
+def test_fork_child_sees_nothing_held(lockpath):
+    lock = ReadWriteLock(lockpath)
+    lock.acquire_write()
+
+    def child():
+        with pytest.raises(RuntimeError, match="fork"):
+            lock.acquire_read()
+        lock.release()
+        lock.close()
+        fresh = ReadWriteLock(lockpath)
+        assert fresh is not lock
+        with pytest.raises(Timeout):
+            fresh.acquire_read(blocking=False)
+
+    assert in_child(child) == 0
+    assert other_process(lockpath, "read") == "busy"
+    lock.release()
+    assert other_process(lockpath, "read") == "got"
+
+
+def test_async_read_write(lockpath):
+    import asyncio
+
+    async def main():
+        lock = pidlock.AsyncReadWriteLock(lockpath, is_singleton=False)
+        async with lock.read_lock():
+            assert other_process(lockpath, "read") == "got"
+            assert other_process(lockpath, "write") == "busy"
+        async with await lock.acquire_write():
+            async with await lock.acquire_write():
+                pass
+            with pytest.raises(RuntimeError, match="downgrade"):
+                await lock.acquire_read()
+            assert other_process(lockpath, "read") == "busy"
+        assert other_process(lockpath, "write") == "got"
+        await lock.close()
+
+    asyncio.run(main())
+
+
+def test_async_cancelled_acquire_leaves_nothing(lockpath):
+    import asyncio
+
+    async def main():
+        holder = ReadWriteLock(lockpath, is_singleton=False)
+        holder.acquire_write()
+        lock = pidlock.AsyncReadWriteLock(lockpath, is_singleton=False)
+        task = asyncio.create_task(lock.acquire_read(timeout=5))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # The executor's wait goes on, and takes the lock once it is free:
+        # that hold is let go, as nobody was told of it.
+        holder.release()
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            if other_process(lockpath, "write") == "got":
+                break
+        assert other_process(lockpath, "write") == "got"
+        await lock.close()
+
+    asyncio.run(main())
