@@ -621,8 +621,8 @@ def _reset_in_child() -> None:
     classes = [FileLock]
     while classes:
         cls = classes.pop()
-        cls._instances = weakref.WeakValueDictionary()
-        cls._instances_guard = threading.Lock()
+        cls._instances, cls._instances_guard = (weakref.WeakValueDictionary(),
+                                                threading.Lock())
         classes.extend(cls.__subclasses__())
 
 
