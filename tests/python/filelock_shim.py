@@ -80,6 +80,14 @@ def _sources(item: pytest.Item) -> "list[str]":
     info = getattr(item, "_fixtureinfo", None)
     for defs in getattr(info, "name2fixturedefs", {}).values():
         funcs += [getattr(d, "func", None) for d in defs]
+    # The module's own patch helpers that the test calls.
+    module = getattr(item, "module", None)
+    try:
+        body = inspect.getsource(item.function)  # type: ignore[attr-defined]
+    except (AttributeError, OSError, TypeError):
+        body = ""
+    for name in set(re.findall(r"\b(_?patch_\w+)\(", body)):
+        funcs.append(getattr(module, name, None))
     out = []
     for func in funcs:
         try:
@@ -95,6 +103,9 @@ def _patches_private(item: pytest.Item) -> "str | None":
     of the close_failure fixture, also builds exception groups 2**25
     leaves wide that only a failure report would walk: for hours.)"""
     for source in _sources(item):
+        if "sqlite3." in source:
+            return ("tests filelock's SQLite database (its connection, "
+                    "transactions or errors): pidlock's ReadWriteLock has none")
         found = PRIVATE_PATCH.search(source)
         if found is not None:
             return (f"patches {found.group(1)}, filelock's own code, which "
