@@ -14,7 +14,7 @@ import time
 from types import TracebackType
 from typing import Any, Callable, Optional, Type
 
-from . import _lib, _log
+from . import _filelock as _fl, _lib, _log
 from ._async import take_async
 from ._errors import Busy, Timeout
 from ._filelock import FileLock, _Context, _let_go_uncounted, _raise_both
@@ -45,7 +45,14 @@ class BaseAsyncFileLock(FileLock):
     and loop, run_in_executor, executor are accepted (thread_local with
     run_in_executor is refused with ValueError, as filelock does).
     acquire() and release() are coroutines; a cancelled or interrupted
-    acquire() leaves nothing held and no wait under way."""
+    acquire() leaves nothing held and no wait under way.  The deadlock
+    rule is per task: a task that waits without a limit for another
+    object's hold of the same task raises RuntimeError."""
+
+    _holder_kind = "AsyncFileLock instance in this task"
+
+    def _deadlock_key(self) -> Any:
+        return (id(asyncio.current_task()), _fl._canonical(self._lock_file))
 
     def __new__(cls, lock_file: Any, timeout: float = -1,
                 mode: Optional[int] = None, thread_local: bool = False,
@@ -120,11 +127,15 @@ class BaseAsyncFileLock(FileLock):
         if self.is_locked:
             ctx.counter += 1
             return proxy
+        self._refuse_inherited()
+        key = self._refuse_deadlock(ctx, -1 if ms < 0 else timeout)
         self._taking = asyncio.get_running_loop().create_future()
         try:
             _log.debug_filelock(_log.ATTEMPT_ACQUIRE, self, self._lock_file)
             await self._take_async(ctx, ms, deadline, cancel_check)
             ctx.counter += 1
+            _fl._HELD.paths[key] = id(self)
+            ctx.held = (_fl._HELD.paths, key)
             _log.debug_filelock(_log.ACQUIRED, self, self._lock_file)
             if self._on_acquired is not None:
                 self._call_on_acquired(ctx, [True])

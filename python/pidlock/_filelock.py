@@ -371,17 +371,21 @@ class FileLock(contextlib.ContextDecorator):
         another FileLock of this thread on the same path would wait
         forever: it raises RuntimeError instead (filelock's rule; the
         first sentence is filelock's).  Returns the path's key."""
-        key = _canonical(self._lock_file)
+        key = self._deadlock_key()
         other = _HELD.paths.get(key)
         if timeout < 0 and other is not None and other != id(self):
             raise RuntimeError(f"Deadlock: lock '{self._lock_file}' is already "
-                               f"held by a different {self._holder_kind} in this "
-                               "thread.  Use is_singleton=True to share one "
+                               f"held by a different {self._holder_kind}.  Use is_singleton=True to share one "
                                "instance, or a timeout")
         return key
 
     #: How the deadlock message names the other holder.
-    _holder_kind = "FileLock instance"
+    _holder_kind = "FileLock instance in this thread"
+
+    def _deadlock_key(self) -> Any:
+        """Whose holds would make a wait a deadlock: this thread's (the
+        table is per thread) on the same path."""
+        return _canonical(self._lock_file)
 
     def _after_fork_in_child(self) -> None:
         """The child's view: nothing held.  The parent's handle is closed
@@ -621,8 +625,8 @@ def _reset_in_child() -> None:
     classes = [FileLock]
     while classes:
         cls = classes.pop()
-        cls._instances = weakref.WeakValueDictionary()
-        cls._instances_guard = threading.Lock()
+        cls._instances, cls._instances_guard = (weakref.WeakValueDictionary(),
+                                                threading.Lock())
         classes.extend(cls.__subclasses__())
 
 

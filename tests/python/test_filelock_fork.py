@@ -102,3 +102,27 @@ def test_second_instance_in_same_thread_raises(lockpath):
         assert second.is_locked
     with first:
         pass
+
+
+def test_async_second_instance_in_same_task_raises(lockpath):
+    """AsyncFileLock's deadlock rule is per task: the same task raises,
+    another task of the loop waits (and gets it once let go)."""
+    import asyncio
+
+    async def main():
+        first, second = pidlock.AsyncFileLock(lockpath), pidlock.AsyncFileLock(lockpath)
+        async with first:
+            with pytest.raises(RuntimeError, match="Deadlock"):
+                await second.acquire()
+            with pytest.raises(pidlock.Timeout):
+                await second.acquire(timeout=0.05)
+            other = asyncio.create_task(second.acquire())
+            await asyncio.sleep(0.05)
+            assert not other.done()
+        await asyncio.wait_for(other, 5)
+        assert second.is_locked
+        await second.release()
+        async with first:
+            pass
+
+    asyncio.run(main())
