@@ -23,11 +23,15 @@ fi
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 99
 export PIDLOCK
-# A sanitizer build's leak check reads /proc/PID/task of its own
-# process, which another namespace's /proc does not have: it would fail
-# the runs that this test makes on purpose.
-ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
-export ASAN_OPTIONS
+# A pidlock built with AddressSanitizer cannot run through another
+# namespace's /proc, which every case here does on purpose: its runtime
+# reads /proc/self/exe and /proc/PID/task there and dies (LeakSanitizer's
+# "fatal error", detect_leaks=0 or not).  make check-asan skips this
+# test; every other build runs it.
+if ldd "$(dirname "$PIDLOCK")/.libs/pidlock" 2>/dev/null | grep -q libasan; then
+	echo "SKIP: pidlock is built with AddressSanitizer, whose runtime needs its own /proc"
+	exit 77
+fi
 
 [ $$ -eq 1 ] || fail "not pid 1 of a namespace of our own: $$"
 : > got
