@@ -47,6 +47,13 @@ enum {
 	 * keeps its locks on this host (NFS nolock or local_lock=, CIFS
 	 * nobrl, sshfs, ...), which is refused otherwise.  Since 1.3.0. */
 	PIDLOCK_HOST_LOCAL = 1U << 7,
+	/** Release leaves the file at the path, marked released, when
+	 * another process is blocked on it or has it open: an inode-blind
+	 * locker (flock(1) on a path libpidlock created) would otherwise
+	 * hold the unlinked inode while the next acquirer makes a new
+	 * file.  Costs a read of /proc/locks and a lease test per release;
+	 * pidlock(1) sets it.  Added after 1.3.0. */
+	PIDLOCK_KEEP_IF_USED = 1U << 8,
 };
 
 /* Kernel lock kinds, as reported in struct pidlock_info. */

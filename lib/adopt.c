@@ -291,7 +291,8 @@ static int mark_released(struct pidlock *lock, int fd)
 	content_parse(buf, (size_t)n, &c);
 	if (!c.marker || c.released)
 		return 0;
-	len = content_format_released(rec, sizeof(rec), io_now_sec(), c.marker);
+	len = content_format_released(rec, sizeof(rec), io_now_sec(), c.marker,
+				      FMT_KEEP);
 	return io_write_content(io_write_fd(lock, fd), rec, len,
 				(size_t)st.st_size,
 				!(lock->set.flags & PIDLOCK_NO_SYNC));

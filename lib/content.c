@@ -124,8 +124,11 @@ size_t content_put_host(char *buf, size_t size, size_t len,
 }
 
 /*
- * What a kept file says between holders: our marker so the next holder
- * takes it at once, keep=1 so it keeps the inode too.  For spec-only
+ * What a file that stays at the path says between holders: our marker
+ * so the next holder takes it at once; for a kept file (opts FMT_KEEP),
+ * keep=1 so that holder keeps the inode too.  Without it (a release
+ * that saw somebody wait, release.c), the next holder's release
+ * unlinks it as usual.  For spec-only
  * readers, a record that goes stale: a pid no process can have (above
  * PID_MAX_LIMIT, so nothing acts on it, and kill(2) finds it dead) and
  * the time of the release.  A spec peer whose writer died between its
@@ -133,7 +136,7 @@ size_t content_put_host(char *buf, size_t size, size_t len,
  * the path back after its stale timeout, as the spec has it.
  */
 size_t content_format_released(char *buf, size_t size, int64_t now,
-				unsigned int kinds)
+				unsigned int kinds, unsigned int opts)
 {
 	char *p = buf;
 
@@ -142,7 +145,7 @@ size_t content_format_released(char *buf, size_t size, int64_t now,
 	p = put_str(p, "pid=" RELEASED_PID_TEXT "\ntimestamp=");
 	p = put_u64(p, (uint64_t)(now < 0 ? 0 : now));
 	*p++ = '\n';
-	p = put_marker(p, kinds, FMT_KEEP);
+	p = put_marker(p, kinds, opts & FMT_KEEP);
 	p = put_str(p, "released=");
 	p = put_u64(p, (uint64_t)(now < 0 ? 0 : now));
 	*p++ = '\n';

@@ -16,7 +16,7 @@
 #define ALL_FLAGS ((unsigned int)(KIND_FLAGS | PIDLOCK_NO_SYNC | \
 				  PIDLOCK_PLAIN_PID | PIDLOCK_KEEP_FILE | \
 				  PIDLOCK_EXIT_RELEASES | PIDLOCK_SHARED | \
-				  PIDLOCK_HOST_LOCAL))
+				  PIDLOCK_HOST_LOCAL | PIDLOCK_KEEP_IF_USED))
 
 PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
 			       unsigned int flags)

@@ -184,7 +184,7 @@ enum try_result { TRY_HELD_BY_US = 1, TRY_BUSY, TRY_AGAIN, TRY_GONE };
 size_t content_format(char *buf, size_t size, pid_t pid, int64_t now,
 		      const char *tag, unsigned int kinds, unsigned int opts);
 size_t content_format_released(char *buf, size_t size, int64_t now,
-			       unsigned int kinds);
+			       unsigned int kinds, unsigned int opts);
 void content_parse(const char *data, size_t len, struct content *c);
 bool content_is_lock_file(const char *data, size_t len, int64_t size);
 bool content_is_spec(const struct content *c);
@@ -203,6 +203,7 @@ int klock_test_others(int fd, unsigned int kinds, bool shared,
 		      unsigned int *held);
 bool klock_shared_excludes(int fd, unsigned int kinds);
 bool klock_writer_waits(dev_t dev, ino_t ino);
+bool klock_anyone_waits(ino_t ino);
 bool klock_fd_listed_dev(int fd, dev_t *dev);
 dev_t klock_listed_dev(struct pidlock *lock, int fd, dev_t st_dev);
 #define KLOCK_PIDS_MAX 64
@@ -296,6 +297,7 @@ enum { PUB_RENAME = 0, PUB_TMPFILE, PUB_TMPFILE_PROC, PUB_IN_PLACE };
 
 /* lease.c */
 int lease_alone(int fd, const struct stat *st, unsigned int grace_ms);
+int lease_others_open(int fd);
 int lease_open(const char *path, int flags);
 
 /* handle-check.c */

@@ -466,14 +466,15 @@ dev_t klock_listed_dev(struct pidlock *lock, int fd, dev_t st_dev)
 }
 
 /*
- * Does a writer wait in the kernel for a lock on dev/ino?  /proc/locks
+ * Does anybody wait in the kernel for a lock on dev/ino?  /proc/locks
  * lists blocked requests as "3: -> FLOCK  ADVISORY  WRITE 4359 ...",
- * after the lock they wait for.  A shared acquirer that sees one backs
- * off, so that a steady stream of readers cannot keep it out for good.
+ * after the lock they wait for.
  */
 struct waiter_query {
 	dev_t dev;
 	ino_t ino;
+	bool any_dev;		/* the inode number on any device */
+	bool writers_only;
 	bool found;
 };
 
@@ -484,19 +485,40 @@ static int waiter_row(char *line, void *arg)
 	unsigned int maj, min;
 	unsigned long long lino;
 
-	q->found = sscanf(line, "%*d: -> %*s %*s %15s %*d %x:%x:%llu", access,
-			  &maj, &min, &lino) == 4 &&
-		   strcmp(access, "WRITE") == 0 &&
-		   lino == (unsigned long long)q->ino &&
-		   maj == major(q->dev) && min == minor(q->dev);
+	if (sscanf(line, "%*d: -> %*s %*s %15s %*d %x:%x:%llu", access, &maj,
+		   &min, &lino) != 4 || lino != (unsigned long long)q->ino)
+		return 0;
+	if (!q->any_dev && (maj != major(q->dev) || min != minor(q->dev)))
+		return 0;
+	q->found = !q->writers_only || strcmp(access, "WRITE") == 0;
 	return q->found;
 }
 
-/* A torn list may miss a waiter: the shared acquirer then goes ahead
- * once, as it would have a moment before the writer came. */
+/* A shared acquirer that sees a writer wait backs off, so that a steady
+ * stream of readers cannot keep it out for good.  A torn list may miss
+ * the writer: the acquirer then goes ahead once, as it would have a
+ * moment before the writer came. */
 bool klock_writer_waits(dev_t dev, ino_t ino)
 {
-	struct waiter_query q = { dev, ino, false };
+	struct waiter_query q = { .dev = dev, .ino = ino, .writers_only = true };
+	bool torn;
+
+	return proclocks_each(waiter_row, &q, &torn) == 0 && q.found;
+}
+
+/*
+ * The release's question (release.c): is anybody, of any lock family,
+ * blocked on the inode?  Matched on the inode number alone: the device
+ * that /proc/locks prints is not always st_dev (a btrfs subvolume's),
+ * and learning it costs a read of mountinfo; a waiter on another
+ * file system's inode of that number makes us keep the file once,
+ * which is safe.  Unreadable or torn, the list may miss a waiter: the
+ * release then unlinks, as it did before it asked (doc/protocol.md,
+ * "Kept files").
+ */
+bool klock_anyone_waits(ino_t ino)
+{
+	struct waiter_query q = { .ino = ino, .any_dev = true };
 	bool torn;
 
 	return proclocks_each(waiter_row, &q, &torn) == 0 && q.found;

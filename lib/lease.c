@@ -147,23 +147,12 @@ static int lease_in_tester(int fd)
 	return WEXITSTATUS(status) == EAGAIN ? 0 : -WEXITSTATUS(status);
 }
 
-/*
- * Is fd's open file description the only one on its inode?  A write
- * lease is granted only then (fcntl(2)), and is given back at once.
- * 1: alone; 0: another description is open (a writer between its
- * create and its write has one); -errno: no answer (another user's file
- * without CAP_LEASE, a file system without leases, leases disabled,
- * and a shared file system's client: fstype_others_unseen()).
- * st and grace_ms: the file's age, waited for first (wait_min_age()).
- */
-int lease_alone(int fd, const struct stat *st, unsigned int grace_ms)
+/* 1: alone; 0: another description is open; -errno: no answer. */
+static int lease_test(int fd)
 {
 	struct f_owner_ex owner;
-	int sig, r = fstype_others_unseen(fd);
+	int sig, r;
 
-	if (r != 0)
-		return r < 0 ? r : -EOPNOTSUPP;
-	wait_min_age(st, grace_ms);
 	/* A borrowed description (pidlock_lock_fd()) may have an owner and
 	 * a signal of its caller's: the lease made the tester its owner,
 	 * and its end cleared both. */
@@ -175,6 +164,41 @@ int lease_alone(int fd, const struct stat *st, unsigned int grace_ms)
 	     fcntl(fd, F_SETSIG, sig) < 0) && r >= 0)
 		r = -errno;
 	return r;
+}
+
+/*
+ * Is fd's open file description the only one on its inode?  A write
+ * lease is granted only then (fcntl(2)), and is given back at once.
+ * 1: alone; 0: another description is open (a writer between its
+ * create and its write has one); -errno: no answer (another user's file
+ * without CAP_LEASE, a file system without leases, leases disabled,
+ * and a shared file system's client: fstype_others_unseen()).
+ * st and grace_ms: the file's age, waited for first (wait_min_age()).
+ */
+int lease_alone(int fd, const struct stat *st, unsigned int grace_ms)
+{
+	int r = fstype_others_unseen(fd);
+
+	if (r != 0)
+		return r < 0 ? r : -EOPNOTSUPP;
+	wait_min_age(st, grace_ms);
+	return lease_test(fd);
+}
+
+/*
+ * A release's question (release.c): does another description have the
+ * file we hold open?  1 yes, 0 no, -errno no answer, as lease_alone()
+ * inverted.  No wait for the file's age: a creator's open that does not
+ * count yet made the file after ours, which it cannot have.
+ */
+int lease_others_open(int fd)
+{
+	int r = fstype_others_unseen(fd);
+
+	if (r != 0)
+		return r < 0 ? r : -EOPNOTSUPP;
+	r = lease_test(fd);
+	return r < 0 ? r : !r;
 }
 
 /*

@@ -144,11 +144,13 @@ static bool file_names_us(const struct pidlock *lock)
 	return c.pid == self;
 }
 
-/* The inode stays: say so in it, with no pid that could be misread. */
-static int mark_released(struct pidlock *lock)
+/* The inode stays: say so in it, with no pid that could be misread;
+ * keep=1 only for a kept file (see content.c). */
+static int mark_released(struct pidlock *lock, bool keep)
 {
 	size_t len = content_format_released(lock->buf, sizeof(lock->buf),
-					     io_now_sec(), lock->set.kinds);
+					     io_now_sec(), lock->set.kinds,
+					     keep ? FMT_KEEP : 0);
 	size_t old = 0;
 	int r = held_length(lock, &old);
 
@@ -158,6 +160,42 @@ static int mark_released(struct pidlock *lock)
 				!(lock->set.flags & PIDLOCK_NO_SYNC));
 }
 
+static bool kept_file(const struct pidlock *lock)
+{
+	return lock->hold.keep || (lock->set.flags & PIDLOCK_KEEP_FILE);
+}
+
+/*
+ * Is anybody else on the inode: blocked in the kernel for its lock
+ * (/proc/locks), or holding it open on the way to flock(2) (a write
+ * lease is refused while another description is open; a shell's
+ * "9<file" keeps one open for the whole fork and exec of flock(1))?
+ * A lease test with no answer (another user's file, a shared file
+ * system's client) leaves the waiters' test alone.
+ */
+static bool used_by_others(const struct pidlock *lock)
+{
+	return klock_anyone_waits(lock->hold.ino) ||
+	       lease_others_open(lock->hold.fd) == 1;
+}
+
+/*
+ * Does the file stay at the path?  A kept one does.  With
+ * PIDLOCK_KEEP_IF_USED any other stays this once when somebody else is
+ * on its inode: an inode-blind peer (flock(1), a Python flock user)
+ * would get the inode after our close, and hold it unlinked while the
+ * next acquirer made a new file: two holders.  Our own waiters check
+ * the inode, and take a file that stays as well as a new one.  Not by
+ * default: the tests cost more than the rest of a release (doc/protocol.md,
+ * "Kept files", says what remains with them).
+ */
+static bool file_stays(const struct pidlock *lock)
+{
+	if (kept_file(lock))
+		return true;
+	return (lock->set.flags & PIDLOCK_KEEP_IF_USED) && used_by_others(lock);
+}
+
 /*
  * Are there other references to our open file description?  A forked
  * child or a dup of pidlock_fd() shares its locks, and close(2) drops
@@ -165,10 +203,9 @@ static int mark_released(struct pidlock *lock)
  * them.  A file that stays at the path is always unlocked first, as
  * another reference we cannot know of would hold the lock there.
  */
-static bool unlock_first(const struct pidlock *lock)
+static bool unlock_first(const struct pidlock *lock, bool stays)
 {
-	return lock->hold.keep || (lock->set.flags & PIDLOCK_KEEP_FILE) ||
-	       lock->hold.fd_given;
+	return stays || lock->hold.fd_given;
 }
 
 /* close(2) of a held descriptor: EINTR still closed it (Linux). */
@@ -181,26 +218,26 @@ static int close_held(struct pidlock *lock)
 }
 
 /*
- * The owner's release: unlink (or mark a kept file released) while we
- * still hold the kernel locks, so nobody can see a free lock with a
- * stale record of ours at the path; then drop the locks and close.
- * When the descriptor is nobody else's (no fork since the acquire, none
- * under way, no pidlock_fd()), close(2) drops the locks itself: two
- * system calls fewer.  self.c holds a fork in another thread back
- * until that close is done.
+ * The owner's release: unlink (or mark released a file that stays)
+ * while we still hold the kernel locks, so nobody can see a free lock
+ * with a stale record of ours at the path; then drop the locks and
+ * close.  When the descriptor is nobody else's (no fork since the
+ * acquire, none under way, no pidlock_fd()), close(2) drops the locks
+ * itself: two system calls fewer.  self.c holds a fork in another
+ * thread back until that close is done.
  */
 static int release_let_go(struct pidlock *lock)
 {
-	bool alone;
+	bool stays = file_stays(lock), alone;
 	int r, rc;
 
-	if (lock->hold.keep || (lock->set.flags & PIDLOCK_KEEP_FILE))
-		r = mark_released(lock);
+	if (stays)
+		r = mark_released(lock, kept_file(lock));
 	else
 		r = unlink(lock->set.path) < 0 ? -errno : 0;
 	if (r < 0)
 		return r;
-	alone = !unlock_first(lock) && self_close_begin(lock->hold.gen);
+	alone = !unlock_first(lock, stays) && self_close_begin(lock->hold.gen);
 	if (!alone)
 		r = klock_drop(lock->hold.fd, lock->set.kinds);
 	rc = close_held(lock);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/mount.h>
@@ -1039,6 +1040,194 @@ START_TEST(flock1_waiter_not_orphaned)
 }
 END_TEST
 
+/* Whether /proc/locks shows somebody blocked on ino ("-> " rows). */
+static bool waiter_listed(ino_t ino)
+{
+	char line[256], want[32];
+	bool found = false;
+	FILE *f = fopen("/proc/locks", "re");
+
+	ck_assert_ptr_nonnull(f);
+	snprintf(want, sizeof(want), ":%llu ", (unsigned long long)ino);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "-> ") && strstr(line, want);
+	fclose(f);
+	return found;
+}
+
+static void wait_for_waiter(ino_t ino)
+{
+	long t0 = tu_ms();
+
+	while (!waiter_listed(ino)) {
+		ck_assert_msg(tu_ms() - t0 < 5000, "nobody blocked on the lock");
+		usleep(5 * 1000);
+	}
+}
+
+/* PIDLOCK_KEEP_IF_USED, a file we made, with flock(1) blocked on it at
+ * our release (issue 28): the file stays this once, so flock(1) does
+ * not hold an orphan while the next libpidlock makes a new file; after
+ * flock(1), the next holder's release, with nobody on the file,
+ * unlinks it as usual. */
+START_TEST(flock1_waiter_on_our_file)
+{
+	char *p = tu_path("made.lock");
+	char got[PATH_MAX];
+	struct pidlock *l = tu_new(p, PIDLOCK_KEEP_IF_USED);
+	struct pidlock *next = tu_new(p, PIDLOCK_KEEP_IF_USED);
+	struct tu_child f;
+	ino_t ino;
+
+	snprintf(got, sizeof(got), "%s.got", p);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ino = tu_ino(p);
+	tu_spawn(&f, flock1_runner, p);
+	wait_for_waiter(ino);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(tu_exists(p) && tu_ino(p) == ino,
+		      "our file was unlinked under a blocked flock(1)");
+	ck_assert_ptr_null(strstr(tu_read(p), "keep=1\n"));
+	ck_assert(appears_within(got, 2000));
+	ck_assert_msg(pidlock_acquire(next, 0) == -EWOULDBLOCK,
+		      "two holders: flock(1) and libpidlock");
+	ck_assert_int_eq(tu_join(&f), 0);
+	ck_assert_int_eq(pidlock_acquire(next, 0), 0);
+	ck_assert_uint_eq(tu_ino(p), ino);
+	ck_assert_int_eq(pidlock_release(next), 0);
+	ck_assert_msg(!tu_exists(p), "kept for good after one waiter");
+	pidlock_free(next);
+	pidlock_free(l);
+}
+END_TEST
+
+struct blocked_arg {
+	const char *path;
+	int inherited;		/* the holder's descriptor, not ours */
+};
+
+static int blocked_acquirer(struct tu_child *c, void *arg)
+{
+	const struct blocked_arg *a = arg;
+	struct pidlock *w;
+	int r;
+
+	(void)c;
+	close(a->inherited);
+	w = tu_new(a->path, PIDLOCK_KEEP_IF_USED);
+	r = pidlock_acquire(w, -1);
+	if (r == 0)
+		r = pidlock_release(w);
+	pidlock_free(w);
+	return r == 0 ? 0 : 1;
+}
+
+/* Our own blocked waiter gets the file that stayed, and its release,
+ * with nobody on the file, unlinks it. */
+START_TEST(own_waiter_takes_file_that_stays)
+{
+	char *p = tu_path("own.lock");
+	struct pidlock *l = tu_new(p, PIDLOCK_KEEP_IF_USED);
+	struct blocked_arg a = { .path = p };
+	struct tu_child c;
+	ino_t ino;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ino = tu_ino(p);
+	a.inherited = pidlock_fd(l);
+	tu_spawn(&c, blocked_acquirer, &a);
+	wait_for_waiter(ino);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_msg(!tu_exists(p), "the waiter's release kept the file");
+	pidlock_free(l);
+}
+END_TEST
+
+/* PIDLOCK_KEEP_IF_USED, somebody with the file open who has not reached
+ * flock(2) yet (a shell's "9<file" while flock(1) starts): not in
+ * /proc/locks, seen by the lease test; the file stays.  Without the
+ * flag, the release unlinks it, as it always did. */
+TU_LOCK_TEST(opener_keeps_file, PIDLOCK_KEEP_IF_USED)
+{
+	struct pidlock *plain = tu_new(p, 0);
+	ino_t ino;
+	int fd;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ino = tu_ino(p);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(tu_exists(p) && tu_ino(p) == ino,
+		      "unlinked while another description had it open");
+	ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
+	close(fd);
+	/* The next holder, with nobody on it, unlinks it. */
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert(!tu_exists(p));
+	ck_assert_int_eq(pidlock_acquire(plain, 0), 0);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pidlock_release(plain), 0);
+	ck_assert_msg(!tu_exists(p), "the default keeps a file it made");
+	close(fd);
+	pidlock_free(plain);
+}
+END_TEST
+
+/* Leases off for this process: no CAP_LEASE (effective), so a lease on
+ * a file owned by somebody else is refused (EACCES). */
+static void drop_cap_lease(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	ck_assert_int_eq(syscall(SYS_capget, &h, d), 0);
+	d[CAP_LEASE / 32].effective &= ~(1U << (CAP_LEASE % 32));
+	ck_assert_int_eq(syscall(SYS_capset, &h, d), 0);
+}
+
+static int waiter_without_lease(struct tu_child *c, void *arg)
+{
+	const char *p = arg;
+	struct pidlock *l = tu_new(p, PIDLOCK_KEEP_IF_USED);
+	struct tu_child f;
+	ino_t ino;
+
+	(void)c;
+	drop_cap_lease();
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ino = tu_ino(p);
+	ck_assert_int_eq(chown(p, 65534, 65534), 0);
+	tu_spawn(&f, flock1_runner, (void *)p);
+	wait_for_waiter(ino);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(tu_exists(p) && tu_ino(p) == ino,
+		      "unlinked under a blocked flock(1), with no lease test");
+	ck_assert_int_eq(tu_join(&f), 0);
+	pidlock_free(l);
+	return 0;
+}
+
+/* Where the lease test has no answer (another user's file, no
+ * CAP_LEASE; a shared file system's client), /proc/locks alone sees
+ * flock(1) blocked on the file: it stays. */
+START_TEST(waiter_seen_without_lease)
+{
+	char *p = tu_path("theirs.lock");
+	struct tu_child c;
+
+	if (geteuid() != 0 || getenv("FAKEROOTKEY")) {
+		fprintf(stderr, "waiter_seen_without_lease: needs root, not run\n");
+		return;
+	}
+	tu_spawn(&c, waiter_without_lease, p);
+	ck_assert_int_eq(tu_join(&c), 0);
+}
+END_TEST
+
 /* Rule "exit releases": a holder whose exit is its release (a lock handed
  * to an exec'd program) leaves a file that reads as free; any other
  * holder that ends without releasing leaves an abandoned one. */
@@ -1393,6 +1582,10 @@ int main(void)
 		{ locker_leftovers_taken, 1 },
 		{ keep_rule, 1 },
 		{ flock1_waiter_not_orphaned, 1 },
+		{ flock1_waiter_on_our_file, 1 },
+		{ own_waiter_takes_file_that_stays, 1 },
+		{ opener_keeps_file, 1 },
+		{ waiter_seen_without_lease, 1 },
 		{ exit_releases_reads_free, 1 },
 		{ holder_fd_shows_path, 1 },
 		{ dead_temp_files_swept, 1 },

@@ -299,11 +299,18 @@ int configure_lock(const struct opts *o, struct pidlock *lock)
 /* With --exec the command's exit is its release: its leftover file
  * must read as free, not as a crash.  Not with a descriptor: the
  * shell's descriptor holds the lock, whatever the command does. */
+/*
+ * Scripts migrate from flock(1) one at a time, and flock(1) does not
+ * check the inode: a release of ours keeps the file while anybody else
+ * is on it (pidlock(1), "FLOCK(1) ON THE SAME PATH").  Its cost, a few
+ * microseconds, is nothing beside a process's start.
+ */
 unsigned int lock_flags(const struct opts *o)
 {
 	bool exit_releases = o->exec && o->mode == MODE_RUN;
 
-	return o->flags | (exit_releases ? PIDLOCK_EXIT_RELEASES : 0);
+	return o->flags | PIDLOCK_KEEP_IF_USED |
+	       (exit_releases ? PIDLOCK_EXIT_RELEASES : 0);
 }
 
 int make_lock(const struct opts *o, const char *path, struct pidlock **lockp)

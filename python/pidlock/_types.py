@@ -49,6 +49,7 @@ class Flags(enum.IntFlag):
     #: refused otherwise (OSError ENOLCK); libpidlock before 1.3.0
     #: refuses the flag (OSError EINVAL).
     HOST_LOCAL = 1 << 7
+    KEEP_IF_USED = 1 << 8
 
 
 class Kind(enum.IntFlag):

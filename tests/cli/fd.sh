@@ -159,18 +159,39 @@ expect 1 "a spec-only holder: pidlock -n 9 fails" -- "$PIDLOCK" -n 9 2>/dev/null
 pass "the spec-only record is left as it was"
 
 # --- the file is replaced or removed: exit 75, open it again -----------------
-# A file this library created is removed by its holder's release: the
-# shell's descriptor is then on a file that is no longer the lock.
+# A file pidlock created stays at its release while the shell has it
+# open and waits on it (pidlock(1), "FLOCK(1) ON THE SAME PATH"): the
+# waiter gets that file's lock.
 exec 9<&-
 rm -f x.lock
 start_bg x.lock sleep 30
 pl=$LAST
 wait_until held x.lock
+ino=$(stat -c %i x.lock)
 exec 9<>x.lock
 "$PIDLOCK" -w 10 9 2> w.err &
 waiter=$!
 track $waiter
 sleep 0.3
+kill -TERM "$pl"
+wait "$pl"
+wait "$waiter"
+rc=$?
+[ $rc -eq 0 ] || fail "waiter on the file pidlock made: exit $rc, expected 0: $(cat w.err)"
+[ "$(stat -c %i x.lock)" = "$ino" ] && [ "$(field x.lock pid)" = "$$" ] ||
+	fail "the waiter does not hold the file at the path: $(cat x.lock)"
+pass "a waiter on a file pidlock made gets it: the release kept it"
+expect 0 "pidlock -u 9" -- "$PIDLOCK" -u 9
+# Removed by somebody while the shell waits: the descriptor is on a file
+# that is no longer the lock.
+bg_peer sh -c 'exec 8<>x.lock; "$0" 8; exec sleep 30' "$PIDLOCK"
+pl=$LAST
+wait_until held x.lock
+"$PIDLOCK" -w 10 9 2> w.err &
+waiter=$!
+track $waiter
+sleep 0.3
+rm -f x.lock
 kill -TERM "$pl"
 wait "$pl"
 wait "$waiter"

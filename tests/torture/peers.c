@@ -612,10 +612,21 @@ void exec_participant(enum kind k, int slot, long id)
 	} else if (k == K_WLE) {
 		argv[n++] = cfg->wle;
 		argv[n++] = "-w";
+	} else if (k == K_FLOCK1_FD) {
+		/* ( flock 9 && cs ) 9<lock: absent, the cycle ends at once
+		 * (after a short sleep, so that it does not spin). */
+		argv[n++] = "/bin/sh";
+		argv[n++] = "-c";
+		argv[n++] = "{ command exec 9<\"$0\"; } 2>/dev/null || "
+			    "exec sleep 0.005; \"$1\" 9 || exit 1; shift; "
+			    "exec \"$@\"";
+		argv[n++] = lock;
+		argv[n++] = cfg->flock1;
 	} else {
 		argv[n++] = cfg->flock1;
 	}
-	argv[n++] = lock;
+	if (k != K_FLOCK1_FD)
+		argv[n++] = lock;
 	argv[n++] = cfg->self;
 	argv[n++] = "cs";
 	argv[n++] = cfg->dir;

@@ -89,6 +89,7 @@ static const char *const kind_names[K_NKINDS] = {
 	[K_WLE] = "with-lock-ex", [K_FSLOCK] = "fslock-guard",
 	[K_BSD] = "libbsd-pidfile", [K_SPEC] = "spec-peer",
 	[K_FLOCK1] = "flock1", [K_FLOCK1_RM] = "flock1-rm",
+	[K_FLOCK1_FD] = "flock1-fd",
 	[K_RENAME] = "spec-rename-peer", [K_DOTLOCK] = "dotlockfile",
 };
 
@@ -109,7 +110,7 @@ bool kind_is_lib(enum kind k)
 bool kind_is_exec(enum kind k)
 {
 	return k == K_CLI || k == K_CLI_KEEP || k == K_CLI_SH || k == K_WLE ||
-	       k == K_FLOCK1 || k == K_FLOCK1_RM;
+	       k == K_FLOCK1 || k == K_FLOCK1_RM || k == K_FLOCK1_FD;
 }
 
 /* Shared holders: many at once, never beside a writer. */
@@ -178,6 +179,21 @@ static const struct mix mixes[] = {
 	{ "flock1", SAFE, 0,
 	  { K_LIB, K_FLOCK1, K_CLI, K_LIB_NOSYNC, K_FLOCK1, END },
 	  { K_LIB, K_FLOCK1, END }, true },
+	/* pidlock(1) and flock(1) on a path whose file pidlock(1) makes:
+	 * flock(1) opens it through a shell's "9<", which never creates
+	 * it, so it is never a file flock(1) made, never kept for good,
+	 * and unlinked by every release that finds nobody else on it
+	 * (PIDLOCK_KEEP_IF_USED, which pidlock(1) sets).  The shell holds
+	 * the file open while flock(1) starts: the widest window. */
+	{ "flock1-made", SAFE, 0,
+	  { K_CLI, K_FLOCK1_FD, K_CLI, K_FLOCK1_FD, END },
+	  { K_CLI, K_FLOCK1_FD, END }, false },
+	/* The same with flock(1)'s own "flock FILE cmd", which makes the
+	 * file when it finds none: from then on the file is an empty one
+	 * taken over, kept for good (doc/protocol.md, "Kept files"). */
+	{ "flock1-new", SAFE, 0,
+	  { K_CLI, K_FLOCK1, K_CLI, K_FLOCK1, END },
+	  { K_CLI, K_FLOCK1, END }, false },
 	{ "keepfile", SAFE, PIDLOCK_KEEP_FILE,
 	  { K_LIB_KEEP, K_FLOCK1, K_CLI_KEEP, K_LIB_KEEP, K_FLOCK1, END },
 	  { K_LIB_KEEP, K_FLOCK1, END }, false },
@@ -709,8 +725,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: torture --mix NAME [options]\n"
-		"  --mix flock|fcntl|spec|alone|flock1|keepfile|shared|shared-keep|dotlock|\n"
-		"        unsafe-flock|unsafe-rename\n"
+		"  --mix flock|fcntl|spec|alone|flock1|flock1-made|flock1-new|keepfile|\n"
+		"        shared|shared-keep|dotlock|unsafe-flock|unsafe-rename\n"
 		"  --duration SEC     length of the storm (6)\n"
 		"  --procs N          participants (at least one of each kind)\n"
 		"  --kill-rate R      SIGKILLs per second (8; 0 for none)\n"
@@ -819,7 +835,8 @@ static void check_tools(void)
 	for (int i = 0; i < S.nslots; i++) {
 		enum kind k = S.slots[i].kind;
 		const char *p = k == K_WLE ? S.cfg.wle
-			      : k == K_FLOCK1 || k == K_FLOCK1_RM ? S.cfg.flock1
+			      : k == K_FLOCK1 || k == K_FLOCK1_RM ||
+				k == K_FLOCK1_FD ? S.cfg.flock1
 			      : k == K_DOTLOCK ? S.cfg.dotlock
 			      : NULL;
 

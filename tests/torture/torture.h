@@ -39,6 +39,7 @@ enum kind {
 	K_SPEC,		/* spec-only: O_EXCL, write, fsync, unlink */
 	K_FLOCK1,	/* flock(1), no inode check, file kept */
 	K_FLOCK1_RM,	/* flock(1) running "job; rm -f lock" */
+	K_FLOCK1_FD,	/* flock(1) on a shell's "9<lock": never creates it */
 	K_RENAME,	/* spec peer publishing with rename(2) */
 	K_DOTLOCK,	/* dotlockfile -p: a pid, no kernel lock */
 	K_NKINDS
