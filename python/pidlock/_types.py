@@ -49,6 +49,10 @@ class Flags(enum.IntFlag):
     #: refused otherwise (OSError ENOLCK); libpidlock before 1.3.0
     #: refuses the flag (OSError EINVAL).
     HOST_LOCAL = 1 << 7
+    #: Release leaves the file at the path while another process waits
+    #: for it or has it open (flock(1) users of a path this library
+    #: creates); libpidlock 1.3.0 and earlier refuse the flag (OSError
+    #: EINVAL).
     KEEP_IF_USED = 1 << 8
 
 
