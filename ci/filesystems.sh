@@ -4,7 +4,10 @@
 # make check-filesystems: tests/fs/run.sh for each group of file systems,
 # the groups side by side:
 #
-#   ci/filesystems.sh GROUP...     GROUP: file systems joined by commas
+#   ci/filesystems.sh [--all] GROUP...   GROUP: file systems joined by commas
+#
+# --all: the groups must hold run.sh's default list (DEFAULT_FS), each
+# once, so that a file system added there is not left out here.
 #
 # Each group is its own tests/fs/run.sh (its own scratch directory, loop
 # images and mounts; nothing is shared but the built tree, which the
@@ -19,7 +22,18 @@ me=filesystems.sh
 here=$(cd "$(dirname "$0")" && pwd)
 srcdir=${srcdir:-$(cd "$here/.." && pwd)}
 export srcdir
-[ $# -gt 0 ] || { echo "usage: $me GROUP..." >&2; exit 64; }
+all=0
+[ "${1:-}" != --all ] || { all=1; shift; }
+[ $# -gt 0 ] || { echo "usage: $me [--all] GROUP..." >&2; exit 64; }
+if [ "$all" = 1 ]; then
+	want=$(sed -n 's/^DEFAULT_FS="\(.*\)"$/\1/p' "$srcdir/tests/fs/run.sh" |
+		tr ' ' '\n' | LC_ALL=C sort | tr '\n' ' ')
+	have=$(echo "$*" | tr ', ' '\n\n' | LC_ALL=C sort | tr '\n' ' ')
+	[ -n "$want" ] && [ "$want" = "$have" ] || {
+		echo "$me: the groups ($have) are not tests/fs/run.sh's default list ($want): fix FS_GROUPS in ci/Makemodule.am" >&2
+		exit 99
+	}
+fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/pidlock-fsgroups.XXXXXX") ||
 	{ echo "$me: mktemp failed" >&2; exit 99; }
