@@ -87,7 +87,9 @@ run() {
 # README's `make check` (.ci/run's first stage) runs them.  clang also
 # leaves out tests/python/prefix-install.sh, which configures a tree of
 # its own with the default compiler (gcc) and so proves nothing of clang.
+# shellcheck disable=SC2016 # make expands these, not the shell
 skip_musl='$(SOURCE_ONLY_TESTS)'
+# shellcheck disable=SC2016
 skip_clang='$(SOURCE_ONLY_TESTS) tests/python/prefix-install.sh'
 
 # The program's ELF interpreter, to prove what libc it was linked with.
