@@ -231,21 +231,16 @@ static bool holder_listed(const struct holder_pid *h, int n, pid_t pid)
 	return false;
 }
 
-static int kernel_holder_pids(const char *path, struct holder_pid *pids,
-			      int max)
+/* One reading of /proc/locks: the holders of `want`'s rows not yet in
+ * pids[0..n), appended; returns the new n. */
+static int read_holder_pids(const char *want, struct holder_pid *pids,
+			    int n, int max)
 {
-	char want[64], line[256];
-	struct stat st;
-	FILE *f;
-	int n = 0;
+	char line[256];
+	FILE *f = fopen("/proc/locks", "re");
 
-	if (lstat(path, &st) < 0)
-		return 0;
-	text_set(want, sizeof(want), " %02x:%02x:%llu ", major(st.st_dev),
-		 minor(st.st_dev), (unsigned long long)st.st_ino);
-	f = fopen("/proc/locks", "re");
 	if (!f)
-		return 0;
+		return n;
 	while (n < max && fgets(line, sizeof(line), f)) {
 		int pid;
 
@@ -259,6 +254,31 @@ static int kernel_holder_pids(const char *path, struct holder_pid *pids,
 			n++;
 	}
 	(void)fclose(f);	/* read-only: nothing to flush */
+	return n;
+}
+
+/*
+ * `expect`: how many holders the library counted (info->holders, from
+ * readings it repeats while the list is torn).  The kernel prints a list
+ * longer than a page in pieces, and a lock released between two pieces
+ * shifts the rows, so one reading can skip a holder's row (seen under
+ * the load of a parallel make check): read it again, up to 8 times,
+ * while fewer are named than counted.
+ */
+static int kernel_holder_pids(const char *path, struct holder_pid *pids,
+			      int max, unsigned int expect)
+{
+	char want[64];
+	struct stat st;
+	int n = 0;
+
+	if (lstat(path, &st) < 0)
+		return 0;
+	text_set(want, sizeof(want), " %02x:%02x:%llu ", major(st.st_dev),
+		 minor(st.st_dev), (unsigned long long)st.st_ino);
+	for (int reading = 0; reading < 8 && (reading == 0 || n < (int)expect);
+	     reading++)
+		n = read_holder_pids(want, pids, n, max);
 	return n;
 }
 
@@ -551,7 +571,9 @@ static void json_mode(const char *path, unsigned int kernel,
 		      const struct pidlock_info *info)
 {
 	struct holder_pid pids[HOLDER_PIDS_MAX];
-	int n = kernel ? kernel_holder_pids(path, pids, HOLDER_PIDS_MAX) : 0;
+	int n = kernel ? kernel_holder_pids(path, pids, HOLDER_PIDS_MAX,
+					    info->holders)
+		       : 0;
 	bool first = true;
 
 	json_key_string("mode", !kernel ? NULL
@@ -698,7 +720,7 @@ static void print_mode(const char *path, const struct pidlock_info *info)
 	}
 	out(stdout, "  mode:    shared, %u holder%s", (unsigned int)info->holders,
 	    info->holders == 1 ? "" : "s");
-	n = kernel_holder_pids(path, pids, HOLDER_PIDS_MAX);
+	n = kernel_holder_pids(path, pids, HOLDER_PIDS_MAX, info->holders);
 	if (n > 0)
 		out(stdout, ": pid%s", n == 1 ? "" : "s");
 	for (int i = 0; i < n; i++) {
