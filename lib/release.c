@@ -186,8 +186,8 @@ static bool used_by_others(const struct pidlock *lock)
  * would get the inode after our close, and hold it unlinked while the
  * next acquirer made a new file: two holders.  Our own waiters check
  * the inode, and take a file that stays as well as a new one.  Not by
- * default: the tests cost more than the rest of a release (doc/protocol.md,
- * "Kept files", says what remains with them).
+ * default: the tests cost more than the rest of a release
+ * (doc/protocol.md, "Kept while used", says so and what remains).
  */
 static bool file_stays(const struct pidlock *lock)
 {
