@@ -102,9 +102,9 @@ class BaseAsyncFileLock(FileLock):
         """Take the lock (or count one more level) without blocking the
         loop.  timeout, blocking and cancel_check as for FileLock."""
         if timeout is None:
-            timeout = self._timeout
+            timeout = self.timeout
         if blocking is None:
-            blocking = self._blocking
+            blocking = self.blocking
         if not blocking:
             timeout = 0
         ms = timeout_ms(None if timeout < 0 else timeout)
@@ -185,18 +185,20 @@ class BaseAsyncFileLock(FileLock):
                              deadline: Optional[float],
                              cancel_check: Callable[[], bool]) -> None:
         step = max(0.001, self.poll_interval)
+        until = time.monotonic()    # the first slice: one try
         while True:
-            if cancel_check():
-                raise Timeout(self._lock_file)
-            until = time.monotonic() + step
-            if deadline is not None:
-                until = min(until, deadline)
             try:
                 await self._wait(lock, 1, until)
                 return
             except Timeout:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise
+            if cancel_check():
+                _log.debug_filelock(_log.CANCELLED, self, self._lock_file)
+                raise Timeout(self._lock_file)
+            until = time.monotonic() + step
+            if deadline is not None:
+                until = min(until, deadline)
 
     async def release(self, force: bool = False) -> None:  # type: ignore[override]
         """Count one level down; let go at 0 (at once if force)."""

@@ -258,6 +258,7 @@ class AsyncReadWriteLock:
         self._loop = loop
         self._owns_executor = executor is None
         self._executor = executor or futures.ThreadPoolExecutor(max_workers=1)
+        self._closed = False
 
     @property
     def lock_file(self) -> str:
@@ -334,7 +335,20 @@ class AsyncReadWriteLock:
         await self._run(self._lock.release, force=force)
 
     async def close(self) -> None:
-        """Let go, and shut down the executor if it is this lock's own."""
+        """Let go, and shut down the executor if it is this lock's own.
+        A second close() does nothing."""
+        if self._closed:
+            return
         await self._run(self._lock.close)
+        self._closed = True
+        self._shut_own_executor()
+
+    def _shut_own_executor(self) -> None:
         if self._owns_executor:
             self._executor.shutdown(wait=False)
+
+    def __del__(self) -> None:
+        # An executor of its own would keep its thread for nothing once
+        # no one can reach this lock; a given one is the caller's.
+        if getattr(self, "_executor", None) is not None:
+            self._shut_own_executor()

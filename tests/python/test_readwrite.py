@@ -155,3 +155,32 @@ def test_async_cancelled_acquire_leaves_nothing(lockpath):
         await lock.close()
 
     asyncio.run(main())
+
+
+def test_async_close_twice_and_its_executor(lockpath):
+    import asyncio
+    import gc
+    from concurrent.futures import ThreadPoolExecutor
+
+    async def main():
+        lock = pidlock.AsyncReadWriteLock(lockpath, is_singleton=False)
+        own = lock.executor
+        await lock.close()
+        await lock.close()          # nothing more to do, and no error
+        with pytest.raises(RuntimeError):
+            own.submit(int)         # its own executor is shut down
+        given = ThreadPoolExecutor(max_workers=1)
+        other = pidlock.AsyncReadWriteLock(lockpath, is_singleton=False,
+                                           executor=given)
+        await other.close()
+        assert given.submit(int).result(timeout=5) == 0
+        given.shutdown()
+
+    asyncio.run(main())
+    # A lock nobody can reach any more shuts its own executor down.
+    lock = pidlock.AsyncReadWriteLock(lockpath, is_singleton=False)
+    own = lock.executor
+    del lock
+    gc.collect()
+    with pytest.raises(RuntimeError):
+        own.submit(int)
