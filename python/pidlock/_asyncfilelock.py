@@ -175,6 +175,14 @@ class BaseAsyncFileLock(FileLock):
     async def _wait(self, lock: Lock, ms: int,
                     deadline: Optional[float]) -> None:
         try:
+            if ms != 0:
+                # A first try, so that a wait that begins is recorded
+                # (once: the wait wakes on the release, not by polling).
+                try:
+                    await take_async(lock, 0, time.monotonic(), None)
+                    return
+                except Busy:
+                    _log.debug_filelock(_log.WAITING, self, self._lock_file)
             await take_async(lock, ms, deadline, None)
         except Busy as busy:
             _log.debug_filelock(_log.FAILED_AT_ONCE if ms == 0 else _log.TIMED_OUT,
@@ -186,9 +194,10 @@ class BaseAsyncFileLock(FileLock):
                              cancel_check: Callable[[], bool]) -> None:
         step = max(0.001, self.poll_interval)
         until = time.monotonic()    # the first slice: one try
+        ms = 0
         while True:
             try:
-                await self._wait(lock, 1, until)
+                await self._wait(lock, ms, until)
                 return
             except Timeout:
                 if deadline is not None and time.monotonic() >= deadline:
@@ -197,6 +206,7 @@ class BaseAsyncFileLock(FileLock):
                 _log.debug_filelock(_log.CANCELLED, self, self._lock_file)
                 raise Timeout(self._lock_file)
             until = time.monotonic() + step
+            ms = 1
             if deadline is not None:
                 until = min(until, deadline)
 

@@ -496,14 +496,13 @@ class FileLock(contextlib.ContextDecorator):
                         mode=0o666 if self._mode is None else self._mode)
             lock._quiet = True   # this FileLock logs, on filelock's logger
             ctx.lock = lock
-        wait = None if timeout < 0 else timeout
         try:
             try:
-                ctx.lock.acquire(wait)
+                self._acquire_reporting(ctx.lock, timeout)
             except FileNotFoundError:
                 if not self._make_parents():
                     raise
-                ctx.lock.acquire(wait)
+                self._acquire_reporting(ctx.lock, timeout)
         except Busy as busy:
             _log.debug_filelock(_log.FAILED_AT_ONCE if timeout == 0
                                 else _log.TIMED_OUT, self, self._lock_file)
@@ -519,6 +518,22 @@ class FileLock(contextlib.ContextDecorator):
                 f"{self._lock_file}: the file system does not take the "
                 "kernel locks that pidlock needs (ENOLCK)") from exc
         self._apply_mode(ctx.lock)
+
+    def _acquire_reporting(self, lock: Lock, timeout: float) -> None:
+        """lock.acquire(timeout), with a record on the filelock logger
+        when the lock is found held and a wait begins (one record per
+        wait: the wait wakes on the release, not by polling)."""
+        if timeout == 0:
+            lock.acquire(0)
+            return
+        start = time.monotonic()
+        try:
+            lock.acquire(0)
+            return
+        except Busy:
+            _log.debug_filelock(_log.WAITING, self, self._lock_file)
+        lock.acquire(None if timeout < 0
+                     else max(0.0, timeout - (time.monotonic() - start)))
 
     def _make_parents(self) -> bool:
         """Make the missing directories of the path, with the process's

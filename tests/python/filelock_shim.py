@@ -66,6 +66,15 @@ PRIVATE_HOMES = (filelock._api, filelock._unix, filelock._read_write,
                  filelock._error, filelock.asyncio)
 
 
+#: filelock's public names of the other lock kinds (SoftFileLock,
+#: AsyncSoftFileLock, StrictSoftFileLock, SoftReadWriteLock,
+#: WindowsFileLock, SoftFileLease, ...): a test whose own code uses one
+#: is a case of that kind, parametrized or not.
+OTHER_KIND_NAMES = re.compile(r"\b(%s)\(" % "|".join(sorted(
+    n for n in dir(filelock) if not n.startswith("_")
+    and any(k in n for k in OTHER_KINDS))))
+
+
 def _patch() -> None:
     for name in NAMES:
         ours = getattr(pidlock, name, None)
@@ -163,6 +172,20 @@ def _names_other_kind(name: str) -> bool:
     return any(w in OTHER_KIND_WORDS for w in re.split(r"[_\-\[\]]+", name))
 
 
+def _uses_other_kind(item: pytest.Item) -> bool:
+    """The test's own body (not its decorators: a parametrized kind is
+    left out by its parameter) makes a lock of another kind."""
+    try:
+        source = inspect.getsource(item.function)  # type: ignore[attr-defined]
+    except (AttributeError, OSError, TypeError):
+        return False
+    body = source[re.search(r"^\s*(async\s+)?def ", source, re.M).start():]
+    if getattr(item, "callspec", None) is not None:
+        # Parametrized: the kind is a parameter (left out by its value).
+        return False
+    return OTHER_KIND_NAMES.search(body) is not None
+
+
 def pytest_collection_modifyitems(config: pytest.Config,
                                   items: "list[pytest.Item]") -> None:
     keep, drop = [], []
@@ -170,7 +193,7 @@ def pytest_collection_modifyitems(config: pytest.Config,
         params = getattr(getattr(item, "callspec", None), "params", {})
         if any(_other_kind(v) for v in params.values()) or \
                 any(k in item.name for k in OTHER_KINDS) or \
-                _names_other_kind(item.name):
+                _names_other_kind(item.name) or _uses_other_kind(item):
             drop.append(item)
         else:
             for prefix, reason in UNREACHABLE.items():

@@ -335,3 +335,31 @@ def test_singleton_refuses_another_poll_interval(lockpath):
     with pytest.raises(ValueError, match="differing arguments: .*poll_interval"):
         FileLock(lockpath, is_singleton=True, poll_interval=0.1)
     assert FileLock(lockpath, is_singleton=True, poll_interval=0.05) is first
+
+
+def test_a_wait_is_recorded_once(lockpath, caplog):
+    # A free lock: no record of a wait.  A held one: one record as the
+    # wait begins (it wakes on the release, so there is no poll to log).
+    caplog.set_level("DEBUG", logger="filelock")
+
+    def waits() -> int:
+        return sum("not acquired" in r.getMessage() and "waiting" in r.getMessage()
+                   for r in caplog.records)
+
+    with FileLock(lockpath, timeout=1):
+        pass
+    assert waits() == 0
+    with pidlock.Lock(lockpath):
+        with pytest.raises(Timeout):
+            FileLock(lockpath).acquire(timeout=0.3)
+        assert waits() == 1
+        with pytest.raises(Timeout):
+            FileLock(lockpath).acquire(timeout=0)    # no wait, no record
+        assert waits() == 1
+
+        async def main() -> None:
+            with pytest.raises(Timeout):
+                await AsyncFileLock(lockpath, timeout=0.3).acquire()
+
+        asyncio.run(main())
+        assert waits() == 2
