@@ -1,8 +1,14 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """A pytest plugin (-p filelock_shim) for tests/python/filelock-suite.sh:
-makes filelock's public names pidlock's, so that a filelock test suite
-runs against pidlock, and leaves out the cases of lock kinds pidlock
-does not offer (soft, strict, lease, marker, Windows locks).
+makes filelock's public names pidlock's (in filelock's private modules
+too, where a test imports them from there), so that a filelock test
+suite runs against pidlock, and leaves out the cases of lock kinds
+pidlock does not offer (soft, strict, lease, marker, Windows locks):
+a test with such a lock among its parameters, with such a word in its
+name (test_soft_errors, test_windows_...; not the option
+fallback_to_soft), or whose own body makes such a lock
+(SoftFileLock(...)).  A passed test that still made one of filelock's
+own lock classes is listed at the end: it tested filelock.
 
 A name that pidlock does not have becomes a stand-in that fails when
 used: a test of it then fails, instead of passing against filelock's
@@ -68,9 +74,11 @@ PRIVATE_HOMES = (filelock._api, filelock._unix, filelock._read_write,
 
 #: filelock's public names of the other lock kinds (SoftFileLock,
 #: AsyncSoftFileLock, StrictSoftFileLock, SoftReadWriteLock,
-#: WindowsFileLock, SoftFileLease, ...): a test whose own code uses one
-#: is a case of that kind, parametrized or not.
-OTHER_KIND_NAMES = re.compile(r"\b(%s)\(" % "|".join(sorted(
+#: WindowsFileLock, SoftFileLease, ...): a test whose own body calls one
+#: or names it last in a list (a base class: "class X(SoftFileLock):",
+#: isinstance(lock, SoftFileLock)) is a case of that kind, parametrized
+#: or not.
+OTHER_KIND_NAMES = re.compile(r"\b(%s)\s*[()]" % "|".join(sorted(
     n for n in dir(filelock) if not n.startswith("_")
     and any(k in n for k in OTHER_KINDS))))
 
@@ -180,10 +188,21 @@ def _uses_other_kind(item: pytest.Item) -> bool:
     except (AttributeError, OSError, TypeError):
         return False
     body = source[re.search(r"^\s*(async\s+)?def ", source, re.M).start():]
-    if getattr(item, "callspec", None) is not None:
-        # Parametrized: the kind is a parameter (left out by its value).
-        return False
-    return OTHER_KIND_NAMES.search(body) is not None
+    return OTHER_KIND_NAMES.search(_code_only(body)) is not None
+
+
+def _code_only(source: str) -> str:
+    """source without its strings and comments (a child's script in a
+    string names the kinds of all its variants)."""
+    import io
+    import tokenize
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(inspect.cleandoc(
+            "\n" + source) if source[:1].isspace() else source).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return source
+    return " ".join(t.string for t in tokens
+                    if t.type not in (tokenize.STRING, tokenize.COMMENT))
 
 
 def pytest_collection_modifyitems(config: pytest.Config,
