@@ -85,6 +85,9 @@ class ReadWriteLock:
         if getattr(self, "_ready", False):
             return
         self.lock_file = os.fsdecode(lock_file)
+        # The file is the one the path named when the lock was made: a
+        # later chdir() does not move a relative path to another lock.
+        self._path = os.path.abspath(self.lock_file)
         self.timeout = timeout
         self.blocking = blocking
         self._guard = threading.RLock()
@@ -152,7 +155,7 @@ class ReadWriteLock:
         with self._guard:
             if self._level > 0:
                 return self._again(mode)
-            lock = Lock(self.lock_file, shared=(mode == "read"))
+            lock = Lock(self._path, shared=(mode == "read"))
             wait = 0 if not blocking else (None if timeout < 0 else timeout)
             try:
                 lock.acquire(wait)

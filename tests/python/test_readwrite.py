@@ -184,3 +184,17 @@ def test_async_close_twice_and_its_executor(lockpath):
     gc.collect()
     with pytest.raises(RuntimeError):
         own.submit(int)
+
+
+def test_relative_path_is_fixed_when_made(tmp_path, monkeypatch):
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    monkeypatch.chdir(first)
+    lock = ReadWriteLock("rw.lock", is_singleton=False)
+    monkeypatch.chdir(second)
+    with lock.write_lock():
+        # The lock is the one in the directory it was made in.
+        assert other_process(str(first / "rw.lock"), "read") == "busy"
+        assert other_process(str(second / "rw.lock"), "read") == "got"
+    assert lock.lock_file == "rw.lock"
