@@ -400,8 +400,11 @@ class FileLock(contextlib.ContextDecorator):
 
     def _refuse_inherited(self) -> None:
         if self._creator_pid != os.getpid():
+            # "inherited across fork" is filelock's wording, which
+            # programs may match.
             raise RuntimeError(f"{type(self).__name__} on {self._lock_file} was "
-                               "made before os.fork(): make a new one in the child")
+                               "inherited across fork (made before os.fork()): "
+                               "make a new one in the child")
 
     def _refuse_deadlock(self, ctx: _Context, timeout: float) -> str:
         """A first acquire that would wait without a limit for a hold of

@@ -132,8 +132,9 @@ class ReadWriteLock:
 
     def _usable(self) -> None:
         if self._creator_pid != os.getpid():
-            raise RuntimeError(f"ReadWriteLock on {self.lock_file} was made before "
-                               "os.fork(): make a new one in the child")
+            raise RuntimeError(f"ReadWriteLock on {self.lock_file} was inherited "
+                               "across fork (made before os.fork()): make a new "
+                               "one in the child")
         if self._closed:
             raise RuntimeError(f"ReadWriteLock on {self.lock_file} is closed")
 
