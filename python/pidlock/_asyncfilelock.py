@@ -102,9 +102,9 @@ class BaseAsyncFileLock(FileLock):
         """Take the lock (or count one more level) without blocking the
         loop.  timeout, blocking and cancel_check as for FileLock."""
         if timeout is None:
-            timeout = self._timeout
+            timeout = self.timeout
         if blocking is None:
-            blocking = self._blocking
+            blocking = self.blocking
         if not blocking:
             timeout = 0
         ms = timeout_ms(None if timeout < 0 else timeout)
@@ -175,6 +175,14 @@ class BaseAsyncFileLock(FileLock):
     async def _wait(self, lock: Lock, ms: int,
                     deadline: Optional[float]) -> None:
         try:
+            if ms != 0:
+                # A first try, so that a wait that begins is recorded
+                # (once: the wait wakes on the release, not by polling).
+                try:
+                    await take_async(lock, 0, time.monotonic(), None)
+                    return
+                except Busy:
+                    _log.debug_filelock(_log.WAITING, self, self._lock_file)
             await take_async(lock, ms, deadline, None)
         except Busy as busy:
             _log.debug_filelock(_log.FAILED_AT_ONCE if ms == 0 else _log.TIMED_OUT,
@@ -185,18 +193,22 @@ class BaseAsyncFileLock(FileLock):
                              deadline: Optional[float],
                              cancel_check: Callable[[], bool]) -> None:
         step = max(0.001, self.poll_interval)
+        until = time.monotonic()    # the first slice: one try
+        ms = 0
         while True:
-            if cancel_check():
-                raise Timeout(self._lock_file)
-            until = time.monotonic() + step
-            if deadline is not None:
-                until = min(until, deadline)
             try:
-                await self._wait(lock, 1, until)
+                await self._wait(lock, ms, until)
                 return
             except Timeout:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise
+            if cancel_check():
+                _log.debug_filelock(_log.CANCELLED, self, self._lock_file)
+                raise Timeout(self._lock_file)
+            until = time.monotonic() + step
+            ms = 1
+            if deadline is not None:
+                until = min(until, deadline)
 
     async def release(self, force: bool = False) -> None:  # type: ignore[override]
         """Count one level down; let go at 0 (at once if force)."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
+import inspect
 import math
 import os
 import stat
@@ -92,6 +94,10 @@ class _Context:
         # An RLock for its _is_owned(): after an interrupt, whether this
         # thread got it (no thread takes it twice).
         self.mutex = threading.RLock()
+        # timeout, blocking, poll_interval set after the constructor: per
+        # thread with thread_local (each thread starts from the
+        # constructor's values), for all threads without.
+        self.settings: "dict[str, Any]" = {}
 
 
 class _ThreadContext(_Context, threading.local):
@@ -131,6 +137,9 @@ class FileLock(contextlib.ContextDecorator):
         # A subclass's singletons are its own: FileLock(p) and MyLock(p)
         # are two objects (and two holds).
         cls._instances = weakref.WeakValueDictionary()
+        init = cls.__dict__.get("__init__")
+        if init is not None:
+            cls.__init__ = _narrowed(init)  # type: ignore[method-assign]
 
     def __new__(cls, lock_file: PathArg, timeout: float = -1,
                 mode: Optional[int] = None, thread_local: bool = True, *,
@@ -152,21 +161,25 @@ class FileLock(contextlib.ContextDecorator):
                 found = super().__new__(cls)
                 cls._instances[key] = found
                 return found
-        wanted = (float(timeout), mode, thread_local, blocking,
-                  context_error_policy, close_error_policy,
-                  kwargs.get("preserve_lock_file", False),
-                  kwargs.get("on_acquired"), kwargs.get("tag"),
-                  kwargs.get("flags", Flags.NONE))
-        have = (found.timeout, found._mode, found.is_thread_local(),
-                found.blocking, found.context_error_policy,
-                found.close_error_policy, found.preserve_lock_file,
-                found.on_acquired, found._tag, found._flags)
-        if wanted != have:
-            # The first sentence is filelock's, which programs may match.
+        wanted = {"timeout": float(timeout), "mode": _given_mode(mode),
+                  "thread_local": thread_local, "blocking": blocking,
+                  "context_error_policy": context_error_policy,
+                  "close_error_policy": close_error_policy,
+                  "poll_interval": kwargs.get("poll_interval", 0.05),
+                  "fallback_to_soft": kwargs.get("fallback_to_soft", True),
+                  "preserve_lock_file": kwargs.get("preserve_lock_file", False),
+                  "on_acquired": kwargs.get("on_acquired"),
+                  "tag": kwargs.get("tag"),
+                  "flags": kwargs.get("flags", Flags.NONE)}
+        have = found._singleton_options()
+        differing = [f"{name} {have[name]!r} (asked: {wanted[name]!r})"
+                     for name in wanted if wanted[name] != have[name]]
+        if differing:
+            # The first sentence is filelock's, which programs may match;
+            # then each differing option by its name.
             raise ValueError("Singleton lock instances cannot be initialized "
-                             f"with differing arguments: {key!r} has (timeout, "
-                             f"mode, thread_local, blocking, policies, preserve_lock_file, "
-                             f"on_acquired, tag, flags) {have}, not {wanted}")
+                             f"with differing arguments: {key!r} has "
+                             + ", ".join(differing))
         return found
 
     def __init__(self, lock_file: PathArg, timeout: float = -1,
@@ -190,17 +203,31 @@ class FileLock(contextlib.ContextDecorator):
             flags |= Flags.KEEP_FILE
         self._on_acquired = on_acquired
         self._timeout = float(timeout)
-        self._mode = mode
+        self._mode = _given_mode(mode)
         self._blocking = blocking
         self._is_singleton = is_singleton
         self._thread_local = thread_local
-        self.poll_interval = poll_interval
+        self._poll_interval = poll_interval
         self._tag = tag
         self._flags = flags
         self._context: _Context = _ThreadContext() if thread_local else _Context()
         self._creator_pid = os.getpid()
         _LIVE.add(self)
         self._ready = True
+
+    def _singleton_options(self) -> "dict[str, Any]":
+        """The options that a second FileLock(..., is_singleton=True) on
+        the same path must repeat, by their parameter names."""
+        return {"timeout": self.timeout, "mode": self._mode,
+                "thread_local": self.is_thread_local(),
+                "blocking": self.blocking,
+                "context_error_policy": self.context_error_policy,
+                "close_error_policy": self.close_error_policy,
+                "poll_interval": self.poll_interval,
+                "fallback_to_soft": self.fallback_to_soft,
+                "preserve_lock_file": self.preserve_lock_file,
+                "on_acquired": self.on_acquired, "tag": self._tag,
+                "flags": self._flags}
 
     # --- filelock's properties ---------------------------------------------
     @property
@@ -209,19 +236,29 @@ class FileLock(contextlib.ContextDecorator):
 
     @property
     def timeout(self) -> float:
-        return self._timeout
+        return self._context.settings.get("timeout", self._timeout)
 
     @timeout.setter
     def timeout(self, value: "float | str") -> None:
-        self._timeout = float(value)
+        self._context.settings["timeout"] = float(value)
 
     @property
     def blocking(self) -> bool:
-        return self._blocking
+        return self._context.settings.get("blocking", self._blocking)
 
     @blocking.setter
     def blocking(self, value: bool) -> None:
-        self._blocking = value
+        self._context.settings["blocking"] = value
+
+    @property
+    def poll_interval(self) -> float:
+        """Accepted and not used by a wait, which wakes when the holder
+        lets go; only cancel_check is asked this often."""
+        return self._context.settings.get("poll_interval", self._poll_interval)
+
+    @poll_interval.setter
+    def poll_interval(self, value: float) -> None:
+        self._context.settings["poll_interval"] = value
 
     @property
     def mode(self) -> int:
@@ -304,9 +341,9 @@ class FileLock(contextlib.ContextDecorator):
             warnings.warn("use poll_interval instead of poll_intervall",
                           DeprecationWarning, stacklevel=2)
         if timeout is None:
-            timeout = self._timeout
+            timeout = self.timeout
         if blocking is None:
-            blocking = self._blocking
+            blocking = self.blocking
         if not blocking:
             timeout = 0
         # Made before the lock is taken: after the hold, nothing but
@@ -363,8 +400,11 @@ class FileLock(contextlib.ContextDecorator):
 
     def _refuse_inherited(self) -> None:
         if self._creator_pid != os.getpid():
+            # "inherited across fork" is filelock's wording, which
+            # programs may match.
             raise RuntimeError(f"{type(self).__name__} on {self._lock_file} was "
-                               "made before os.fork(): make a new one in the child")
+                               "inherited across fork (made before os.fork()): "
+                               "make a new one in the child")
 
     def _refuse_deadlock(self, ctx: _Context, timeout: float) -> str:
         """A first acquire that would wait without a limit for a hold of
@@ -405,19 +445,22 @@ class FileLock(contextlib.ContextDecorator):
                        cancel_check: Callable[[], bool],
                        poll_interval: float) -> None:
         """_take() in slices of poll_interval, asking cancel_check between
-        them; True from it ends the wait with Timeout."""
+        them; True from it ends the wait with Timeout.  The first slice
+        is a single try: a free lock is taken without asking."""
         step = max(0.001, poll_interval)
         deadline = None if timeout < 0 else time.monotonic() + timeout
+        left = 0.0
         while True:
-            if cancel_check():
-                raise Timeout(self._lock_file)
-            left = step if deadline is None else min(step, deadline - time.monotonic())
             try:
                 self._take(ctx, max(0.0, left))
                 return
             except Timeout:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise
+            if cancel_check():
+                _log.debug_filelock(_log.CANCELLED, self, self._lock_file)
+                raise Timeout(self._lock_file)
+            left = step if deadline is None else min(step, deadline - time.monotonic())
 
     def _call_on_acquired(self, ctx: _Context, counted: list) -> None:
         """on_acquired(fd) after the first hold; if it raises, the hold is
@@ -456,14 +499,13 @@ class FileLock(contextlib.ContextDecorator):
                         mode=0o666 if self._mode is None else self._mode)
             lock._quiet = True   # this FileLock logs, on filelock's logger
             ctx.lock = lock
-        wait = None if timeout < 0 else timeout
         try:
             try:
-                ctx.lock.acquire(wait)
+                self._acquire_reporting(ctx.lock, timeout)
             except FileNotFoundError:
                 if not self._make_parents():
                     raise
-                ctx.lock.acquire(wait)
+                self._acquire_reporting(ctx.lock, timeout)
         except Busy as busy:
             _log.debug_filelock(_log.FAILED_AT_ONCE if timeout == 0
                                 else _log.TIMED_OUT, self, self._lock_file)
@@ -479,6 +521,22 @@ class FileLock(contextlib.ContextDecorator):
                 f"{self._lock_file}: the file system does not take the "
                 "kernel locks that pidlock needs (ENOLCK)") from exc
         self._apply_mode(ctx.lock)
+
+    def _acquire_reporting(self, lock: Lock, timeout: float) -> None:
+        """lock.acquire(timeout), with a record on the filelock logger
+        when the lock is found held and a wait begins (one record per
+        wait: the wait wakes on the release, not by polling)."""
+        if timeout == 0:
+            lock.acquire(0)
+            return
+        start = time.monotonic()
+        try:
+            lock.acquire(0)
+            return
+        except Busy:
+            _log.debug_filelock(_log.WAITING, self, self._lock_file)
+        lock.acquire(None if timeout < 0
+                     else max(0.0, timeout - (time.monotonic() - start)))
 
     def _make_parents(self) -> bool:
         """Make the missing directories of the path, with the process's
@@ -537,7 +595,7 @@ class FileLock(contextlib.ContextDecorator):
             _lib.settle(lambda: self._forget_exits(ctx, site))
         counted = [False]
         try:
-            if not self._count_in(ctx, self._timeout if self._blocking else 0,
+            if not self._count_in(ctx, self.timeout if self.blocking else 0,
                                   counted):
                 raise Timeout(self._lock_file)
             ctx.sites.append(site)
@@ -581,6 +639,59 @@ class FileLock(contextlib.ContextDecorator):
     def __repr__(self) -> str:
         state = "locked" if self.is_locked else "unlocked"
         return f"<pidlock.FileLock {self._lock_file!r} {state}>"
+
+
+def _option_defaults(cls: type) -> "dict[str, Any]":
+    """The defaults of the options that pidlock's own classes among
+    cls's bases take (the nearest class's default first)."""
+    found: "dict[str, Any]" = {}
+    for base in cls.__mro__:
+        init = base.__dict__.get("__init__")
+        if init is None or not base.__module__.startswith("pidlock."):
+            continue
+        init = getattr(init, "__wrapped__", init)
+        for name, param in inspect.signature(init).parameters.items():
+            if param.default is not param.empty:
+                found.setdefault(name, param.default)
+    return found
+
+
+def _is_default(name: str, value: Any, default: Any) -> bool:
+    if name == "mode":
+        return _given_mode(value) is None
+    return value is default or (type(value) is type(default) and value == default)
+
+
+def _narrowed(init: Callable[..., None]) -> Callable[..., None]:
+    """A subclass's __init__, run once per object (not again for a
+    singleton handed out again).  If it does not take every option (no
+    **kwargs), FileLock's options passed at their defaults are dropped
+    before it is called (a caller that spells out the defaults, or a
+    factory forwarding them, can make it); any other value still reaches
+    it, and its TypeError names the option."""
+    params = inspect.signature(init).parameters
+    narrow = not any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+    @functools.wraps(init)
+    def narrowed(self: Any, *args: Any, **kwargs: Any) -> None:
+        if self.__dict__.get("_ready", False):
+            # A singleton handed out again: made once, and not again
+            # (nor is the subclass's own code run twice).
+            return
+        if narrow:
+            defaults = _option_defaults(type(self))
+            for name in [n for n in kwargs if n not in params and n in defaults]:
+                if _is_default(name, kwargs[name], defaults[name]):
+                    del kwargs[name]
+        init(self, *args, **kwargs)
+
+    return narrowed
+
+
+def _given_mode(mode: Optional[int]) -> Optional[int]:
+    """None when no mode was given: None, or filelock's -1 for "unset"
+    (its default, which callers forwarding the defaults pass on)."""
+    return None if mode is None or mode == -1 else mode
 
 
 def _canonical(lock_file: PathArg) -> str:

@@ -23,6 +23,8 @@ FAILED_AT_ONCE = "Failed to immediately acquire lock %s on %s"
 TIMED_OUT = "Timeout on acquiring lock %s on %s"
 ATTEMPT_RELEASE = "Attempting to release lock %s on %s"
 RELEASED = "Lock %s released on %s"
+WAITING = "Lock %s not acquired on %s, waiting for its release"
+CANCELLED = "Cancellation requested for lock %s on %s"
 
 
 def debug(msg: str, obj: object, path: str) -> None:

@@ -85,6 +85,9 @@ class ReadWriteLock:
         if getattr(self, "_ready", False):
             return
         self.lock_file = os.fsdecode(lock_file)
+        # The file is the one the path named when the lock was made: a
+        # later chdir() does not move a relative path to another lock.
+        self._path = os.path.abspath(self.lock_file)
         self.timeout = timeout
         self.blocking = blocking
         self._guard = threading.RLock()
@@ -129,8 +132,9 @@ class ReadWriteLock:
 
     def _usable(self) -> None:
         if self._creator_pid != os.getpid():
-            raise RuntimeError(f"ReadWriteLock on {self.lock_file} was made before "
-                               "os.fork(): make a new one in the child")
+            raise RuntimeError(f"ReadWriteLock on {self.lock_file} was inherited "
+                               "across fork (made before os.fork()): make a new "
+                               "one in the child")
         if self._closed:
             raise RuntimeError(f"ReadWriteLock on {self.lock_file} is closed")
 
@@ -152,7 +156,7 @@ class ReadWriteLock:
         with self._guard:
             if self._level > 0:
                 return self._again(mode)
-            lock = Lock(self.lock_file, shared=(mode == "read"))
+            lock = Lock(self._path, shared=(mode == "read"))
             wait = 0 if not blocking else (None if timeout < 0 else timeout)
             try:
                 lock.acquire(wait)
@@ -258,6 +262,7 @@ class AsyncReadWriteLock:
         self._loop = loop
         self._owns_executor = executor is None
         self._executor = executor or futures.ThreadPoolExecutor(max_workers=1)
+        self._closed = False
 
     @property
     def lock_file(self) -> str:
@@ -334,7 +339,20 @@ class AsyncReadWriteLock:
         await self._run(self._lock.release, force=force)
 
     async def close(self) -> None:
-        """Let go, and shut down the executor if it is this lock's own."""
+        """Let go, and shut down the executor if it is this lock's own.
+        A second close() does nothing."""
+        if self._closed:
+            return
         await self._run(self._lock.close)
+        self._closed = True
+        self._shut_own_executor()
+
+    def _shut_own_executor(self) -> None:
         if self._owns_executor:
             self._executor.shutdown(wait=False)
+
+    def __del__(self) -> None:
+        # An executor of its own would keep its thread for nothing once
+        # no one can reach this lock; a given one is the caller's.
+        if getattr(self, "_executor", None) is not None:
+            self._shut_own_executor()

@@ -58,6 +58,18 @@ for ini in "$scratch/fl/pyproject.toml" "$scratch/fl/tox.ini" "$scratch/fl/setup
 	[ -f "$ini" ] && sed -i '/verbosity_assertions/d;/asyncio_default_fixture_loop_scope/d' "$ini"
 done
 cp "$srcdir/tests/python/filelock_shim.py" "$scratch/"
+# The Python processes that the tests start (multiprocessing's "spawn"
+# children, scripts run with sys.executable) import filelock afresh,
+# without pytest's plugin: this sitecustomize (on PYTHONPATH) gives them
+# the shim's names too, so that they lock with pidlock as the test does.
+cat >"$scratch/sitecustomize.py" <<'PY'
+import sys
+if not any("pytest" in a for a in getattr(sys, "orig_argv", sys.argv)):
+    try:
+        import filelock_shim  # noqa: F401  (maps filelock's names)
+    except ImportError:
+        pass
+PY
 mkdir "$scratch/home" "$scratch/tmp"
 results=${FILELOCK_SHIM_RESULTS:-}
 [ -z "$results" ] || touch "$results"

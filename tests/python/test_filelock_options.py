@@ -209,3 +209,157 @@ def test_two_tasks_share_one_async_hold(lockpath):
         assert not lock.is_locked and held.is_set()
 
     asyncio.run(main())
+
+
+def test_cancel_check_is_not_asked_for_a_free_lock(lockpath):
+    # A free lock is taken by a first try; cancel_check answers only for
+    # a wait (a True here would have ended the acquire with Timeout).
+    lock = FileLock(lockpath)
+    asked = []
+    lock.acquire(cancel_check=lambda: asked.append(1) or True)
+    try:
+        assert lock.is_locked and asked == []
+    finally:
+        lock.release()
+
+    async def main() -> None:
+        alock = AsyncFileLock(lockpath)
+        await alock.acquire(cancel_check=lambda: asked.append(1) or True)
+        assert alock.is_locked and asked == []
+        await alock.release()
+
+    asyncio.run(main())
+
+
+def test_cancel_check_records_the_cancellation(lockpath, caplog):
+    caplog.set_level("DEBUG", logger="filelock")
+    with pidlock.Lock(lockpath):
+        with pytest.raises(Timeout):
+            FileLock(lockpath).acquire(timeout=5, cancel_check=lambda: True)
+    assert any(r.getMessage().startswith("Cancellation requested for lock")
+               for r in caplog.records)
+
+
+def test_singleton_names_the_differing_option(lockpath):
+    first = FileLock(lockpath, is_singleton=True, close_error_policy="raise")
+    for option, value in (("close_error_policy", "suppress"),
+                          ("fallback_to_soft", False),
+                          ("on_acquired", print),
+                          ("preserve_lock_file", True)):
+        with pytest.raises(ValueError, match=f"differing arguments: .*{option}"):
+            FileLock(lockpath, is_singleton=True,
+                     **{"close_error_policy": "raise", option: value})
+    assert FileLock(lockpath, is_singleton=True, close_error_policy="raise") is first
+
+
+def test_mode_minus_one_is_unset(lockpath):
+    # filelock's "no mode given" is -1, which code forwarding the
+    # defaults passes on: the umask decides, as with no mode at all.
+    old = os.umask(0o027)
+    try:
+        lock = FileLock(lockpath, mode=-1)
+        assert not lock.has_explicit_mode and lock.mode == 0o644
+        with lock:
+            assert stat.S_IMODE(os.stat(lockpath).st_mode) == 0o640
+        one = FileLock(lockpath, mode=-1, is_singleton=True)
+        assert FileLock(lockpath, is_singleton=True) is one
+    finally:
+        os.umask(old)
+
+
+class _PathOnly(FileLock):
+    """A subclass whose constructor takes the path alone."""
+
+    def __init__(self, lock_file: str) -> None:
+        super().__init__(lock_file)
+
+
+class _AsyncPathOnly(AsyncFileLock):
+    def __init__(self, lock_file: str) -> None:
+        super().__init__(lock_file)
+
+
+def test_narrow_subclass_takes_the_options_at_their_defaults(lockpath):
+    lock = _PathOnly(lockpath, timeout=-1, mode=-1, thread_local=True,
+                     blocking=True, is_singleton=False, poll_interval=0.05,
+                     lifetime=None, context_error_policy="chain",
+                     close_error_policy="default", fallback_to_soft=True,
+                     preserve_lock_file=False, on_acquired=None)
+    with lock:
+        assert lock.is_locked and lock.lock_file == lockpath
+    alock = _AsyncPathOnly(lockpath, thread_local=False, loop=None,
+                           run_in_executor=True, executor=None, timeout=-1)
+    assert alock.lock_file == lockpath
+    # Any other value is the subclass's to refuse, by the option's name.
+    for option, value in (("timeout", 1), ("thread_local", False),
+                          ("blocking", 0), ("mode", 0o600)):
+        with pytest.raises(TypeError, match=option):
+            _PathOnly(lockpath, **{option: value})
+    with pytest.raises(TypeError, match="run_in_executor"):
+        _AsyncPathOnly(lockpath, run_in_executor=False)
+
+
+def test_subclass_singleton_is_made_once(lockpath):
+    made = []
+
+    class Counting(FileLock):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    first = Counting(lockpath, is_singleton=True)
+    assert Counting(lockpath, is_singleton=True) is first
+    assert made == [first]
+
+
+def test_settings_are_per_thread_with_thread_local(lockpath):
+    def seen_from_another_thread(lock):
+        got = []
+        t = threading.Thread(
+            target=lambda: got.append((lock.timeout, lock.blocking, lock.poll_interval)))
+        t.start()
+        t.join()
+        return got[0]
+
+    own = FileLock(lockpath, timeout=3, poll_interval=0.05)
+    own.timeout, own.blocking, own.poll_interval = 7, False, 0.5
+    assert (own.timeout, own.blocking, own.poll_interval) == (7, False, 0.5)
+    assert seen_from_another_thread(own) == (3, True, 0.05)
+    shared = FileLock(lockpath, timeout=3, thread_local=False)
+    shared.timeout, shared.blocking, shared.poll_interval = 7, False, 0.5
+    assert seen_from_another_thread(shared) == (7, False, 0.5)
+
+
+def test_singleton_refuses_another_poll_interval(lockpath):
+    first = FileLock(lockpath, is_singleton=True)
+    with pytest.raises(ValueError, match="differing arguments: .*poll_interval"):
+        FileLock(lockpath, is_singleton=True, poll_interval=0.1)
+    assert FileLock(lockpath, is_singleton=True, poll_interval=0.05) is first
+
+
+def test_a_wait_is_recorded_once(lockpath, caplog):
+    # A free lock: no record of a wait.  A held one: one record as the
+    # wait begins (it wakes on the release, so there is no poll to log).
+    caplog.set_level("DEBUG", logger="filelock")
+
+    def waits() -> int:
+        return sum("not acquired" in r.getMessage() and "waiting" in r.getMessage()
+                   for r in caplog.records)
+
+    with FileLock(lockpath, timeout=1):
+        pass
+    assert waits() == 0
+    with pidlock.Lock(lockpath):
+        with pytest.raises(Timeout):
+            FileLock(lockpath).acquire(timeout=0.3)
+        assert waits() == 1
+        with pytest.raises(Timeout):
+            FileLock(lockpath).acquire(timeout=0)    # no wait, no record
+        assert waits() == 1
+
+        async def main() -> None:
+            with pytest.raises(Timeout):
+                await AsyncFileLock(lockpath, timeout=0.3).acquire()
+
+        asyncio.run(main())
+        assert waits() == 2

@@ -155,3 +155,46 @@ def test_async_cancelled_acquire_leaves_nothing(lockpath):
         await lock.close()
 
     asyncio.run(main())
+
+
+def test_async_close_twice_and_its_executor(lockpath):
+    import asyncio
+    import gc
+    from concurrent.futures import ThreadPoolExecutor
+
+    async def main():
+        lock = pidlock.AsyncReadWriteLock(lockpath, is_singleton=False)
+        own = lock.executor
+        await lock.close()
+        await lock.close()          # nothing more to do, and no error
+        with pytest.raises(RuntimeError):
+            own.submit(int)         # its own executor is shut down
+        given = ThreadPoolExecutor(max_workers=1)
+        other = pidlock.AsyncReadWriteLock(lockpath, is_singleton=False,
+                                           executor=given)
+        await other.close()
+        assert given.submit(int).result(timeout=5) == 0
+        given.shutdown()
+
+    asyncio.run(main())
+    # A lock nobody can reach any more shuts its own executor down.
+    lock = pidlock.AsyncReadWriteLock(lockpath, is_singleton=False)
+    own = lock.executor
+    del lock
+    gc.collect()
+    with pytest.raises(RuntimeError):
+        own.submit(int)
+
+
+def test_relative_path_is_fixed_when_made(tmp_path, monkeypatch):
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    monkeypatch.chdir(first)
+    lock = ReadWriteLock("rw.lock", is_singleton=False)
+    monkeypatch.chdir(second)
+    with lock.write_lock():
+        # The lock is the one in the directory it was made in.
+        assert other_process(str(first / "rw.lock"), "read") == "busy"
+        assert other_process(str(second / "rw.lock"), "read") == "got"
+    assert lock.lock_file == "rw.lock"
