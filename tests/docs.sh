@@ -80,10 +80,12 @@ done
 # ---- d. manual pages ----------------------------------------------------------
 # A manual page: a file named NAME.SECTION whose first line is roff.
 # Directories named man (an install's man1/ is not) are where pages
-# live; those of the build (_*, .*) and debian/ are not searched.
+# live; those of the build (_*, .*), debian/ and the older releases that
+# make bench-compare unpacks (bench/ref/) are not searched.
 before=$fail
 for page in $(find "$top" -mindepth 1 \( -name man -o -name debian -o -name '_*' \
-	-o -name '.*' \) -prune -o -type f -name '*.[1-8]' -print 2>/dev/null); do
+	-o -name '.*' -o -path "$top/bench/ref" \) -prune -o -type f -name '*.[1-8]' \
+	-print 2>/dev/null); do
 	head -n 1 "$page" | grep -qE '^\.(\\"|TH|Dd|so |SH)' &&
 		err "a manual page outside man/: $page"
 done
