@@ -1191,7 +1191,7 @@ static void drop_cap_lease(void)
 
 static int waiter_without_lease(struct tu_child *c, void *arg)
 {
-	const char *p = arg;
+	char *p = arg;
 	struct pidlock *l = tu_new(p, PIDLOCK_KEEP_IF_USED);
 	struct tu_child f;
 	ino_t ino;
@@ -1201,7 +1201,7 @@ static int waiter_without_lease(struct tu_child *c, void *arg)
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ino = tu_ino(p);
 	ck_assert_int_eq(chown(p, 65534, 65534), 0);
-	tu_spawn(&f, flock1_runner, (void *)p);
+	tu_spawn(&f, flock1_runner, p);
 	wait_for_waiter(ino);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_msg(tu_exists(p) && tu_ino(p) == ino,
