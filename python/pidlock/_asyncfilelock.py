@@ -131,6 +131,9 @@ class BaseAsyncFileLock(FileLock):
         deadline = None if ms < 0 else time.monotonic() + ms / 1000
         proxy = AsyncAcquireReturnProxy(self)
         ctx = self._context
+        # First: in a forked child, _taking may be a future of the
+        # parent's loop.
+        self._refuse_inherited()
         while self._taking is not None:
             # Another task of this object is taking it or letting it go
             # (in an executor): wait for that.
@@ -148,7 +151,6 @@ class BaseAsyncFileLock(FileLock):
         if self.is_locked:
             ctx.counter += 1
             return proxy
-        self._refuse_inherited()
         key = self._refuse_deadlock(ctx, -1 if ms < 0 else timeout)
         self._taking = asyncio.get_running_loop().create_future()
         self._claiming = True
