@@ -1,22 +1,30 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """pidlock.AsyncFileLock: filelock's AsyncFileLock over pidlock locks.
 
-The wait is the library's own asynchronous one (pidlock_acquire_async(3),
-as pidlock.AsyncLock waits): the loop watches a descriptor, no thread
-and no executor wait in the library.  loop, run_in_executor and executor
-are accepted for filelock's sake; nothing runs in an executor."""
+With run_in_executor (filelock's default) the blocking take and the
+release that lets go run in the executor (the one given, else the
+loop's), as filelock's do; on_acquired runs there too.  The thread
+waits on the library's descriptor (pidlock_acquire_async(3)), woken by
+the holder's release, and a pipe of the acquire's own ends its wait
+when the acquire is cancelled.  With run_in_executor=False the wait is
+the event loop's own, as pidlock.AsyncLock waits: no thread."""
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import errno
+import math
 import os
+import select
+import threading
 import time
 from types import TracebackType
 from typing import Any, Callable, Optional, Type
 
 from . import _filelock as _fl, _lib, _log
 from ._async import take_async
-from ._errors import Busy, Timeout
+from ._errors import Busy, Timeout, raise_for
 from ._filelock import FileLock, _Context, _let_go_uncounted, _raise_both
 from ._lock import Lock, timeout_ms
 
@@ -42,10 +50,13 @@ class BaseAsyncFileLock(FileLock):
 
     The arguments are FileLock's, thread_local defaults to False (the
     tasks of one loop share the hold and its count, as with filelock),
-    and loop, run_in_executor, executor are accepted (thread_local with
-    run_in_executor is refused with ValueError, as filelock does).
-    acquire() and release() are coroutines; a cancelled or interrupted
-    acquire() leaves nothing held and no wait under way.  The deadlock
+    and loop, run_in_executor, executor are filelock's: with
+    run_in_executor the take and the letting go run in executor (None:
+    the loop's default one); thread_local with run_in_executor is
+    refused with ValueError, as filelock does.  acquire() and release()
+    are coroutines; a cancelled or interrupted acquire() leaves nothing
+    held and no wait under way (one that runs in the executor ends when
+    the thread is done, and lets go of what the thread took).  The deadlock
     rule is per task: a task that waits without a limit for another
     object's hold of the same task raises RuntimeError."""
 
@@ -77,6 +88,15 @@ class BaseAsyncFileLock(FileLock):
         # One task at a time takes the kernel lock for this object;
         # others that find it being taken wait for that to end.
         self._taking: "Optional[asyncio.Future[None]]" = None
+        # A first acquire under way counts in lock_counter, as filelock's
+        # provisional claim does.
+        self._claiming = False
+
+    @property
+    def lock_counter(self) -> int:
+        """The nesting count, with a first acquire under way as 1."""
+        counter = self._context.counter
+        return counter + 1 if self._claiming and counter == 0 else counter
 
     @property
     def loop(self) -> Optional[asyncio.AbstractEventLoop]:
@@ -111,8 +131,12 @@ class BaseAsyncFileLock(FileLock):
         deadline = None if ms < 0 else time.monotonic() + ms / 1000
         proxy = AsyncAcquireReturnProxy(self)
         ctx = self._context
-        while self._taking is not None and not self.is_locked:
-            # Another task of this object is taking it: wait for that.
+        # First: in a forked child, _taking may be a future of the
+        # parent's loop.
+        self._refuse_inherited()
+        while self._taking is not None:
+            # Another task of this object is taking it or letting it go
+            # (in an executor): wait for that.
             if deadline is not None and time.monotonic() >= deadline:
                 raise Timeout(self._lock_file)
             waiter = self._taking
@@ -127,31 +151,34 @@ class BaseAsyncFileLock(FileLock):
         if self.is_locked:
             ctx.counter += 1
             return proxy
-        self._refuse_inherited()
         key = self._refuse_deadlock(ctx, -1 if ms < 0 else timeout)
         self._taking = asyncio.get_running_loop().create_future()
+        self._claiming = True
         try:
             _log.debug_filelock(_log.ATTEMPT_ACQUIRE, self, self._lock_file)
-            await self._take_async(ctx, ms, deadline, cancel_check)
+            if self._run_in_executor:
+                await self._take_in_executor(ctx, ms, deadline, cancel_check)
+            else:
+                await self._take_async(ctx, ms, deadline, cancel_check)
             ctx.counter += 1
             _fl._HELD.paths[key] = id(self)
             ctx.held = (_fl._HELD.paths, key)
             _log.debug_filelock(_log.ACQUIRED, self, self._lock_file)
-            if self._on_acquired is not None:
+            if self._on_acquired is not None and not self._run_in_executor:
                 self._call_on_acquired(ctx, [True])
         except BaseException:
             # Cancelled, interrupted, Timeout: nothing of this call stays.
             _lib.settle(lambda: _abandon(ctx))
             raise
         finally:
+            self._claiming = False
             taking, self._taking = self._taking, None
             if taking is not None and not taking.done():
                 taking.set_result(None)
         return proxy
 
-    async def _take_async(self, ctx: _Context, ms: int,
-                          deadline: Optional[float],
-                          cancel_check: Optional[Callable[[], bool]]) -> None:
+    def _handle_of(self, ctx: _Context) -> Lock:
+        """ctx's pidlock.Lock, made at the first acquire."""
         if ctx.lock is None:
             lock = Lock(self._lock_file, tag=self._tag, flags=self._flags,
                         mode=0o666 if self._mode is None else self._mode)
@@ -160,6 +187,93 @@ class BaseAsyncFileLock(FileLock):
         lock = ctx.lock
         if lock._owner is not None:   # a forked child's stale record
             lock._owner = None
+        return lock
+
+    async def _take_in_executor(self, ctx: _Context, ms: int,
+                                deadline: Optional[float],
+                                cancel_check: Optional[Callable[[], bool]]) -> None:
+        """The take in the executor (_take_blocking()); the loop only
+        asks cancel_check, every poll_interval, as filelock does.  On a
+        cancellation (or cancel_check's True) the thread's wait is ended
+        and the thread waited for: what it took, acquire() lets go of."""
+        lock = self._handle_of(ctx)
+        stop = _Stop()
+        job = asyncio.get_running_loop().run_in_executor(
+            self._executor, self._take_blocking, lock, ms, deadline, stop)
+        step = None if cancel_check is None else max(0.001, self.poll_interval)
+        try:
+            while not job.done():
+                await asyncio.wait({job}, timeout=step)
+                # Asked once the thread waits: a free lock is taken.
+                if (not job.done() and cancel_check is not None
+                        and stop.waiting and cancel_check()):
+                    _log.debug_filelock(_log.CANCELLED, self, self._lock_file)
+                    raise Timeout(self._lock_file)
+        except BaseException:
+            stop.set()
+            await _drain(job)
+            raise
+        job.result()
+
+    def _take_blocking(self, lock: Lock, ms: int, deadline: Optional[float],
+                       stop: "_Stop") -> None:
+        """In the executor's thread: take lock's handle (the first try is
+        made even when stop is already set, as filelock's attempt is),
+        give the file its mode, call on_acquired.  A failure after the
+        take lets go before it goes on."""
+        try:
+            try:
+                self._wait_blocking(lock, ms, deadline, stop)
+            except FileNotFoundError:
+                if not self._make_parents():
+                    raise
+                self._wait_blocking(lock, ms, deadline, stop)
+        finally:
+            stop.close()
+        lock._owner = os.getpid()
+        try:
+            self._apply_mode(lock)
+            if self._on_acquired is not None:
+                self._on_acquired(_lib.lib.pidlock_fd(lock._live()))
+        except BaseException:
+            _lib.settle(lock._undo_acquire)
+            raise
+
+    def _wait_blocking(self, lock: Lock, ms: int, deadline: Optional[float],
+                       stop: "_Stop") -> None:
+        """The library's wait (pidlock_acquire_async(3)) in this thread:
+        woken by the release (the library's descriptor) or by stop."""
+        pollfd = ctypes.c_int(-1)
+        wait_ms = ctypes.c_int(0)
+        holder = None
+        while True:
+            rc = _lib.lib.pidlock_acquire_async(
+                lock._live(), ctypes.byref(pollfd), ctypes.byref(wait_ms))
+            if rc == 0:
+                return
+            if rc != -errno.EWOULDBLOCK:
+                raise_for(rc, lock.path)
+            holder = lock.holder() or holder
+            delay = wait_ms.value / 1000
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    _log.debug_filelock(_log.FAILED_AT_ONCE if ms == 0
+                                        else _log.TIMED_OUT, self, self._lock_file)
+                    raise Timeout(self._lock_file, holder,
+                                  errno.EWOULDBLOCK if ms == 0 else errno.ETIMEDOUT)
+                delay = min(delay, left)
+            if not stop.waiting:
+                # Once: the wait wakes on the release, not by polling.
+                _log.debug_filelock(_log.WAITING, self, self._lock_file)
+                stop.waiting = True
+            if stop.wait(pollfd.value, delay):
+                raise _Stopped(self._lock_file)
+
+    async def _take_async(self, ctx: _Context, ms: int,
+                          deadline: Optional[float],
+                          cancel_check: Optional[Callable[[], bool]]) -> None:
+        lock = self._handle_of(ctx)
         try:
             if cancel_check is None:
                 await self._wait(lock, ms, deadline)
@@ -211,8 +325,31 @@ class BaseAsyncFileLock(FileLock):
                 until = min(until, deadline)
 
     async def release(self, force: bool = False) -> None:  # type: ignore[override]
-        """Count one level down; let go at 0 (at once if force)."""
-        FileLock.release(self, force)
+        """Count one level down; let go at 0 (at once if force): with
+        run_in_executor in the executor, which a cancellation waits for
+        (the lock is let go all the same)."""
+        ctx = self._context
+        if self._run_in_executor and self._creator_pid == os.getpid():
+            while self.is_locked and self._taking is not None:
+                # Another task's letting go: after it.
+                await asyncio.shield(self._taking)
+        if (not self._run_in_executor or not self.is_locked
+                or self._creator_pid != os.getpid()
+                or (ctx.counter > 1 and not force)):
+            FileLock.release(self, force)
+            return
+        self._taking = asyncio.get_running_loop().create_future()
+        try:
+            job = asyncio.get_running_loop().run_in_executor(
+                self._executor, FileLock.release, self, force)
+            cancelled = await _drain(job)
+            job.result()
+            if cancelled is not None:
+                raise cancelled
+        finally:
+            taking, self._taking = self._taking, None
+            if taking is not None and not taking.done():
+                taking.set_result(None)
 
     def __enter__(self) -> "BaseAsyncFileLock":
         raise NotImplementedError("Do not use `with` for asyncio locks, use "
@@ -264,6 +401,67 @@ def _abandon(ctx: _Context) -> None:
     else:
         _lib.lib.pidlock_close(handle)   # ENOLCK when no wait is under way
     lock._owner = None
+
+
+async def _drain(job: "asyncio.Future[Any]") -> Optional[BaseException]:
+    """Wait for job to end, through any cancellation of this task (a
+    thread cannot be stopped half way); returns the cancellation, if one
+    came, for the caller to raise once it has dealt with the result."""
+    cancelled: Optional[BaseException] = None
+    while not job.done():
+        try:
+            await asyncio.wait({job})
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+    if not job.cancelled():
+        job.exception()   # seen: no "never retrieved" report
+    return cancelled
+
+
+class _Stopped(Exception):
+    """The executor's wait ended by _Stop.set(): the loop raises the
+    cancellation (or Timeout) that set it."""
+
+
+class _Stop:
+    """Ends an executor thread's wait from the loop: set() wakes the
+    thread's poll(2) through a pipe, made only when the thread waits."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._set = False
+        self._pipe: Optional[tuple] = None
+        # Set by the thread when its first try found the lock held.
+        self.waiting = False
+
+    def set(self) -> None:
+        with self._guard:
+            self._set = True
+            if self._pipe is not None:
+                os.write(self._pipe[1], b"x")
+
+    def wait(self, fd: int, delay: float) -> bool:
+        """Until fd (-1: none) is readable, delay seconds pass or set();
+        True if set()."""
+        with self._guard:
+            if self._set:
+                return True
+            if self._pipe is None:
+                self._pipe = os.pipe()   # O_CLOEXEC (PEP 446)
+            poller = select.poll()
+            poller.register(self._pipe[0], select.POLLIN)
+        if fd >= 0:
+            poller.register(fd, select.POLLIN)
+        poller.poll(max(0, math.ceil(delay * 1000)))
+        with self._guard:
+            return self._set
+
+    def close(self) -> None:
+        with self._guard:
+            pipe, self._pipe = self._pipe, None
+        if pipe is not None:
+            os.close(pipe[0])
+            os.close(pipe[1])
 
 
 class AsyncFileLock(BaseAsyncFileLock):

@@ -222,13 +222,14 @@ def test_cancel_check_is_not_asked_for_a_free_lock(lockpath):
     finally:
         lock.release()
 
-    async def main() -> None:
-        alock = AsyncFileLock(lockpath)
+    async def main(in_executor: bool) -> None:
+        alock = AsyncFileLock(lockpath, run_in_executor=in_executor)
         await alock.acquire(cancel_check=lambda: asked.append(1) or True)
         assert alock.is_locked and asked == []
         await alock.release()
 
-    asyncio.run(main())
+    asyncio.run(main(True))
+    asyncio.run(main(False))
 
 
 def test_cancel_check_records_the_cancellation(lockpath, caplog):
@@ -357,9 +358,12 @@ def test_a_wait_is_recorded_once(lockpath, caplog):
             FileLock(lockpath).acquire(timeout=0)    # no wait, no record
         assert waits() == 1
 
-        async def main() -> None:
+        async def main(in_executor: bool) -> None:
             with pytest.raises(Timeout):
-                await AsyncFileLock(lockpath, timeout=0.3).acquire()
+                await AsyncFileLock(lockpath, timeout=0.3,
+                                    run_in_executor=in_executor).acquire()
 
-        asyncio.run(main())
+        asyncio.run(main(True))          # the wait in the executor's thread
         assert waits() == 2
+        asyncio.run(main(False))         # the wait in the loop
+        assert waits() == 3
