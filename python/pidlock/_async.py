@@ -17,7 +17,7 @@ import errno
 import os
 import time
 from types import TracebackType
-from typing import Deque, Optional, Type
+from typing import Callable, Deque, Iterator, NoReturn, Optional, Tuple, Type
 
 from . import _lib, _log
 from ._errors import Busy, raise_for
@@ -225,14 +225,15 @@ class AsyncLock:
         return f"<pidlock.AsyncLock {self.path!r} {state}>"
 
 
-async def take_async(lock: Lock, ms: int, deadline: Optional[float],
-                     reporter: object) -> None:
+def acquire_steps(lock: Lock, ms: int, deadline: Optional[float],
+                  expired: Callable[[Optional[LockInfo], int], NoReturn]
+                  ) -> Iterator[Tuple[int, float]]:
     """The library's wait (pidlock_acquire_async(3)) for lock's handle,
-    in the running loop: returns when the handle holds, raises Busy when
-    deadline (time.monotonic()) passes (ValueError if the handle was
-    freed meanwhile).  reporter is who the log's records name (None:
-    no record)."""
-    loop = asyncio.get_running_loop()
+    for a wait of either kind (a task's, a thread's): yields the
+    descriptor to wait on and the seconds to wait at most, and ends when
+    the handle holds.  When deadline (time.monotonic()) has passed,
+    expired(last holder seen, EWOULDBLOCK if ms is 0 else ETIMEDOUT)
+    raises."""
     pollfd = ctypes.c_int(-1)
     wait_ms = ctypes.c_int(0)
     # A call made before the library's due time tries nothing and
@@ -250,13 +251,27 @@ async def take_async(lock: Lock, ms: int, deadline: Optional[float],
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:
-                if reporter is not None:
-                    _log.debug(_log.FAILED_AT_ONCE if ms == 0 else _log.TIMED_OUT,
-                               reporter, lock.path)
-                raise Busy(lock.path, holder,
-                           errno.EWOULDBLOCK if ms == 0 else errno.ETIMEDOUT)
+                expired(holder, errno.EWOULDBLOCK if ms == 0 else errno.ETIMEDOUT)
             delay = min(delay, left)
-        await _readable_or_later(loop, pollfd.value, delay)
+        yield pollfd.value, delay
+
+
+async def take_async(lock: Lock, ms: int, deadline: Optional[float],
+                     reporter: object) -> None:
+    """acquire_steps() in the running loop: returns when the handle
+    holds, raises Busy when deadline passes (ValueError if the handle
+    was freed meanwhile).  reporter is who the log's records name
+    (None: no record)."""
+    loop = asyncio.get_running_loop()
+
+    def expired(holder: Optional[LockInfo], err: int) -> NoReturn:
+        if reporter is not None:
+            _log.debug(_log.FAILED_AT_ONCE if err == errno.EWOULDBLOCK
+                       else _log.TIMED_OUT, reporter, lock.path)
+        raise Busy(lock.path, holder, err)
+
+    for fd, delay in acquire_steps(lock, ms, deadline, expired):
+        await _readable_or_later(loop, fd, delay)
 
 
 def _settle_future(fut: "asyncio.Future[bool]", value: bool) -> None:

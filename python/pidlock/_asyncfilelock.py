@@ -12,7 +12,6 @@ the event loop's own, as pidlock.AsyncLock waits: no thread."""
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import errno
 import math
 import os
@@ -20,13 +19,14 @@ import select
 import threading
 import time
 from types import TracebackType
-from typing import Any, Callable, Optional, Type
+from typing import Any, Callable, NoReturn, Optional, Type
 
 from . import _filelock as _fl, _lib, _log
-from ._async import take_async
-from ._errors import Busy, Timeout, raise_for
+from ._async import acquire_steps, take_async
+from ._errors import Busy, Timeout
 from ._filelock import FileLock, _Context, _let_go_uncounted, _raise_both
 from ._lock import Lock, timeout_ms
+from ._types import LockInfo
 
 
 class AsyncAcquireReturnProxy:
@@ -241,33 +241,19 @@ class BaseAsyncFileLock(FileLock):
 
     def _wait_blocking(self, lock: Lock, ms: int, deadline: Optional[float],
                        stop: "_Stop") -> None:
-        """The library's wait (pidlock_acquire_async(3)) in this thread:
-        woken by the release (the library's descriptor) or by stop."""
-        pollfd = ctypes.c_int(-1)
-        wait_ms = ctypes.c_int(0)
-        holder = None
-        while True:
-            rc = _lib.lib.pidlock_acquire_async(
-                lock._live(), ctypes.byref(pollfd), ctypes.byref(wait_ms))
-            if rc == 0:
-                return
-            if rc != -errno.EWOULDBLOCK:
-                raise_for(rc, lock.path)
-            holder = lock.holder() or holder
-            delay = wait_ms.value / 1000
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    _log.debug_filelock(_log.FAILED_AT_ONCE if ms == 0
-                                        else _log.TIMED_OUT, self, self._lock_file)
-                    raise Timeout(self._lock_file, holder,
-                                  errno.EWOULDBLOCK if ms == 0 else errno.ETIMEDOUT)
-                delay = min(delay, left)
+        """acquire_steps() in this thread: woken by the release (the
+        library's descriptor) or by stop."""
+        def expired(holder: Optional[LockInfo], err: int) -> NoReturn:
+            _log.debug_filelock(_log.FAILED_AT_ONCE if err == errno.EWOULDBLOCK
+                                else _log.TIMED_OUT, self, self._lock_file)
+            raise Timeout(self._lock_file, holder, err)
+
+        for fd, delay in acquire_steps(lock, ms, deadline, expired):
             if not stop.waiting:
                 # Once: the wait wakes on the release, not by polling.
                 _log.debug_filelock(_log.WAITING, self, self._lock_file)
                 stop.waiting = True
-            if stop.wait(pollfd.value, delay):
+            if stop.wait(fd, delay):
                 raise _Stopped(self._lock_file)
 
     async def _take_async(self, ctx: _Context, ms: int,
