@@ -91,9 +91,11 @@ class ReadWriteLock:
         self.timeout = timeout
         self.blocking = blocking
         self._guard = threading.RLock()
-        self._level = 0
-        self._mode: Optional[str] = None
-        self._writer: Optional[int] = None
+        # The hold's state, under filelock's names: code written for its
+        # ReadWriteLock reads them (the level, "read"/"write", the writer).
+        self._lock_level = 0
+        self._current_mode: Optional[str] = None
+        self._write_thread_id: Optional[int] = None
         self._held: Optional[Lock] = None
         self._closed = False
         self._creator_pid = os.getpid()
@@ -139,22 +141,22 @@ class ReadWriteLock:
             raise RuntimeError(f"ReadWriteLock on {self.lock_file} is closed")
 
     def _again(self, mode: str) -> ReadWriteReturnProxy:
-        if self._mode != mode:
+        if self._current_mode != mode:
             turn = "downgrade" if mode == "read" else "upgrade"
             raise RuntimeError(f"Cannot acquire {mode} lock on {self.lock_file}: "
-                               f"already holding a {self._mode} lock ({turn} not allowed)")
-        if mode == "write" and self._writer != threading.get_ident():
+                               f"already holding a {self._current_mode} lock ({turn} not allowed)")
+        if mode == "write" and self._write_thread_id != threading.get_ident():
             raise RuntimeError(f"Cannot acquire write lock on {self.lock_file} from "
                                f"thread {threading.get_ident()} while it is held by "
-                               f"thread {self._writer}")
-        self._level += 1
+                               f"thread {self._write_thread_id}")
+        self._lock_level += 1
         return ReadWriteReturnProxy(self)
 
     def _acquire(self, mode: str, timeout: float,
                  blocking: bool) -> ReadWriteReturnProxy:
         self._usable()
         with self._guard:
-            if self._level > 0:
+            if self._lock_level > 0:
                 return self._again(mode)
             lock = Lock(self._path, shared=(mode == "read"))
             wait = 0 if not blocking else (None if timeout < 0 else timeout)
@@ -166,8 +168,8 @@ class ReadWriteLock:
             except BaseException:
                 lock.close()
                 raise
-            self._held, self._mode, self._level = lock, mode, 1
-            self._writer = threading.get_ident() if mode == "write" else None
+            self._held, self._current_mode, self._lock_level = lock, mode, 1
+            self._write_thread_id = threading.get_ident() if mode == "write" else None
             return ReadWriteReturnProxy(self)
 
     def release(self, *, force: bool = False) -> None:
@@ -176,16 +178,16 @@ class ReadWriteLock:
         if self._creator_pid != os.getpid():
             return
         with self._guard:
-            if self._level == 0:
+            if self._lock_level == 0:
                 if force:
                     return
                 raise RuntimeError(f"Cannot release a lock on {self.lock_file} "
                                    f"(lock id: {id(self)}) that is not held")
-            self._level = 0 if force else self._level - 1
-            if self._level > 0:
+            self._lock_level = 0 if force else self._lock_level - 1
+            if self._lock_level > 0:
                 return
             held, self._held = self._held, None
-            self._mode = self._writer = None
+            self._current_mode = self._write_thread_id = None
             if held is not None:
                 _lib.settle(held.close)
 
@@ -204,8 +206,8 @@ class ReadWriteLock:
     def _after_fork_in_child(self) -> None:
         held, self._held = self._held, None
         self._guard = threading.RLock()
-        self._level = 0
-        self._mode = self._writer = None
+        self._lock_level = 0
+        self._current_mode = self._write_thread_id = None
         if held is not None:
             held._guard = threading.RLock()
             held.close()      # the child's descriptor only (see Lock)

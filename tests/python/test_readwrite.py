@@ -71,6 +71,24 @@ def test_reentrancy_rules(lockpath):
         lock.acquire_read()
 
 
+def test_state_under_filelocks_names(lockpath):
+    # Code written for filelock's ReadWriteLock reads its hold's state:
+    # the level, the mode, the writing thread.
+    lock = ReadWriteLock(lockpath, is_singleton=False)
+    assert (lock._lock_level, lock._current_mode, lock._write_thread_id) == (0, None, None)
+    with lock.read_lock():
+        with lock.read_lock():
+            assert (lock._lock_level, lock._current_mode) == (2, "read")
+        assert lock._lock_level == 1 and lock._write_thread_id is None
+    assert (lock._lock_level, lock._current_mode) == (0, None)
+    lock.acquire_write()
+    lock.acquire_write()
+    assert (lock._lock_level, lock._current_mode) == (2, "write")
+    assert lock._write_thread_id == threading.get_ident()
+    lock.release(force=True)
+    assert (lock._lock_level, lock._current_mode, lock._write_thread_id) == (0, None, None)
+
+
 def test_second_instance_times_out(lockpath):
     writer = ReadWriteLock(lockpath, is_singleton=False)
     other = ReadWriteLock(lockpath, is_singleton=False)
