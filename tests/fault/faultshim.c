@@ -142,6 +142,50 @@ EXPORT void fault_before_close(int fd, fault_fd_hook fn)
 	st.closing = fn;
 }
 
+/*
+ * A torn reading of /proc/locks, made to order (fault_torn_locks() in
+ * faultshim.h): rows dropped from chosen readings of the list, as a
+ * reading that the kernel printed in pieces while locks came and went
+ * may skip a row.  The whole list is read at the first read(2) and
+ * handed out in the sizes asked for, so the reader still sees a list
+ * that takes more than one read.
+ */
+static struct {
+	unsigned long long ino;
+	int pid;		/* only this pid's rows; 0: every row */
+	int skip;		/* readings to leave whole first */
+	int readings;		/* readings still to tear */
+	int seen;		/* readings since armed */
+	bool armed;
+	int fd;			/* the open list being read, or -1 */
+	bool tearing, loaded;
+	size_t len, off;
+	char buf[1 << 20];
+} torn = { .fd = -1 };
+
+EXPORT void fault_torn_locks(unsigned long long ino, int pid, int skip,
+			     int readings)
+{
+	torn.ino = ino;
+	torn.pid = pid;
+	torn.skip = skip;
+	torn.readings = readings;
+	torn.seen = 0;
+	torn.armed = ino != 0;
+	torn.fd = -1;
+	torn.loaded = false;
+}
+
+EXPORT int fault_torn_left(void)
+{
+	return torn.readings;
+}
+
+EXPORT int fault_locks_readings(void)
+{
+	return torn.seen;
+}
+
 static void *real(const char *name)
 {
 	void *p = dlsym(RTLD_NEXT, name);
@@ -213,6 +257,11 @@ static int after_open(const char *path, int flags, int fd)
 	fault_hook fn = st.created;
 	int saved = errno;
 
+	if (fd >= 0 && torn.armed && strcmp(path, "/proc/locks") == 0) {
+		torn.fd = fd;
+		torn.loaded = false;
+		torn.tearing = torn.seen >= torn.skip && torn.readings > 0;
+	}
 	if (fd < 0 || !fn || !is_excl(flags) || is_temp_name(path))
 		return fd;
 	st.created = NULL;
@@ -478,11 +527,77 @@ EXPORT int unlinkat(int dfd, const char *path, int fl)
 	return real_unlinkat(dfd, path, fl);
 }
 
+/* Does this row of /proc/locks (a lock, or a "->" request) name the
+ * inode to drop? */
+static bool torn_row(const char *line)
+{
+	unsigned long long ino;
+	int pid;
+
+	if (!torn.tearing)
+		return false;
+	if (sscanf(line, "%*d: -> %*s %*s %*s %d %*x:%*x:%llu", &pid, &ino) == 2 ||
+	    sscanf(line, "%*d: %*s %*s %*s %d %*x:%*x:%llu", &pid, &ino) == 2)
+		return ino == torn.ino && (!torn.pid || pid == torn.pid);
+	return false;
+}
+
+/* The whole list, less the rows of torn.ino. */
+static void torn_load(int fd)
+{
+	REAL(ssize_t, read, (int, void *, size_t));
+	char *line = torn.buf;
+	size_t len = 0;
+	ssize_t n;
+
+	while (len < sizeof(torn.buf) - 1 &&
+	       ((n = real_read(fd, torn.buf + len, sizeof(torn.buf) - 1 - len)) > 0 ||
+		(n < 0 && errno == EINTR)))
+		len += n > 0 ? (size_t)n : 0;
+	torn.buf[len] = '\0';
+	torn.len = 0;
+	while (line < torn.buf + len) {
+		char *nl = strchr(line, '\n');
+		size_t l = nl ? (size_t)(nl - line) + 1 : strlen(line);
+
+		if (!torn_row(line)) {
+			memmove(torn.buf + torn.len, line, l);
+			torn.len += l;
+		}
+		line += l;
+	}
+	torn.off = 0;
+	torn.loaded = true;
+}
+
+EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	REAL(ssize_t, read, (int, void *, size_t));
+
+	if (fd != torn.fd || fd < 0)
+		return real_read(fd, buf, n);
+	if (!torn.loaded)
+		torn_load(fd);
+	if (n > torn.len - torn.off)
+		n = torn.len - torn.off;
+	memcpy(buf, torn.buf + torn.off, n);
+	torn.off += n;
+	return (ssize_t)n;
+}
+
 EXPORT int close(int fd)
 {
 	REAL(int, close, (int));
 	fault_fd_hook fn = st.closing;
 
+	if (fd >= 0 && fd == torn.fd) {
+		torn.fd = -1;
+		if (torn.loaded) {
+			torn.seen++;
+			torn.readings -= torn.tearing;
+		}
+		torn.loaded = false;
+	}
 	if (fn && fd == st.closing_fd) {
 		st.closing = NULL;
 		fn(fd);

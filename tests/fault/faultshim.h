@@ -52,4 +52,15 @@ void fault_after_short(fault_fd_hook fn);
 /* A shortened write writes len bytes (0, the default: half of it). */
 void fault_short_len(size_t len);
 
+/* Of the readings of /proc/locks from now on (an open that is read,
+ * to its close), the first `skip` are whole and the next `readings`
+ * miss the rows of inode number ino (of process pid only, if pid is not
+ * 0), as a list printed in pieces may; the list still takes more than
+ * one read when it is longer than the reader's buffer.  ino 0 disarms.
+ * fault_torn_left(): tears not made yet; fault_locks_readings():
+ * readings since armed. */
+void fault_torn_locks(unsigned long long ino, int pid, int skip, int readings);
+int fault_torn_left(void);
+int fault_locks_readings(void);
+
 #endif

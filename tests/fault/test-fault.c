@@ -843,6 +843,126 @@ START_TEST(test_shim_injects)
 }
 END_TEST
 
+/*
+ * /proc/locks is printed a page at a time, and the kernel lets go of the
+ * list between reads: a row can be skipped (test-rules'
+ * long_lock_list_read_in_pieces makes that happen with real churn, by
+ * chance).  Here the shim makes the tear itself, in a list longer than
+ * one read.  The library reads such a list again, and what any reading
+ * lists counts.
+ */
+#define TORN_LIST_FILES 200
+
+static void long_lock_list(int *fds)
+{
+	struct flock wr = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+	for (int i = 0; i < TORN_LIST_FILES; i++) {
+		char name[4300];
+
+		snprintf(name, sizeof(name), "%s/long.%d", dir, i);
+		fds[i] = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		ck_assert_int_ge(fds[i], 0);
+		ck_assert_int_eq(fcntl(fds[i], F_OFD_SETLK, &wr), 0);
+	}
+}
+
+static void close_all(int *fds)
+{
+	for (int i = 0; i < TORN_LIST_FILES; i++)
+		close(fds[i]);
+}
+
+/* pidlock_inspect(): the holder's row missing from the first 1 and 3
+ * readings; it is still found, and named. */
+START_TEST(torn_lock_list_inspect)
+{
+	static const int tears[] = { 1, 3 };
+	int fds[TORN_LIST_FILES], holder;
+	struct pidlock_info info;
+	struct stat st;
+
+	fresh_dir();
+	tu_write(path, "");
+	tu_set_mtime_ago(path, 60);
+	holder = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(holder, 0);
+	ck_assert_int_eq(flock(holder, LOCK_EX), 0);
+	ck_assert_int_eq(fstat(holder, &st), 0);
+	long_lock_list(fds);
+	for (size_t t = 0; t < sizeof(tears) / sizeof(tears[0]); t++) {
+		fault_torn_locks((unsigned long long)st.st_ino, 0, 0, tears[t]);
+		ck_assert_int_eq(pidlock_inspect(path, &info, 0), 0);
+		ck_assert_msg(fault_torn_left() == 0, "%d of %d tears not "
+			      "made: the list was read fewer times",
+			      fault_torn_left(), tears[t]);
+		fault_torn_locks(0, 0, 0, 0);
+		ck_assert(info.kernel_locks & PIDLOCK_KIND_FLOCK);
+		ck_assert_msg(info.kernel_pid == getpid(), "after %d torn "
+			      "readings the holder is named %d, not %d",
+			      tears[t], (int)info.kernel_pid, (int)getpid());
+	}
+	close_all(fds);
+	close(holder);
+}
+END_TEST
+
+static int shared_flock_holder(struct tu_child *c, void *arg)
+{
+	int fd = open(arg, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || flock(fd, LOCK_SH) < 0)
+		return 2;
+	tu_signal(c, 'H');
+	pause();
+	return 0;
+}
+
+/*
+ * pidlock_holder_pidfds() on two shared holders, after its own inspect:
+ * the first reading of its look misses the second holder's row.  Read
+ * once, the list names one holder, and one is all it would return.
+ */
+START_TEST(torn_lock_list_shared_holders)
+{
+	int fds[TORN_LIST_FILES], pidfds[4];
+	struct tu_child a, b;
+	struct pidlock_info info;
+	pid_t pids[4];
+	struct stat st;
+	int inspect_readings, n;
+
+	fresh_dir();
+	tu_write(path, "");
+	tu_set_mtime_ago(path, 60);
+	ck_assert_int_eq(stat(path, &st), 0);
+	tu_spawn(&a, shared_flock_holder, path);
+	ck_assert_int_eq(tu_wait_signal(&a), 'H');
+	tu_spawn(&b, shared_flock_holder, path);
+	ck_assert_int_eq(tu_wait_signal(&b), 'H');
+	long_lock_list(fds);
+	/* How many readings the inspect that comes first makes. */
+	fault_torn_locks((unsigned long long)st.st_ino, 0, 1 << 30, 0);
+	ck_assert_int_eq(pidlock_inspect(path, &info, 0), 0);
+	inspect_readings = fault_locks_readings();
+	ck_assert_int_ge(inspect_readings, 1);
+	fault_torn_locks((unsigned long long)st.st_ino, b.pid,
+			 inspect_readings, 1);
+	n = pidlock_holder_pidfds(path, pidfds, pids, 4);
+	ck_assert_int_eq(fault_torn_left(), 0);
+	fault_torn_locks(0, 0, 0, 0);
+	ck_assert_msg(n == 2, "%d holders found, not 2 (one row was missing "
+		      "from one reading)", n);
+	for (int i = 0; i < n; i++)
+		close(pidfds[i]);
+	ck_assert(pids[0] == a.pid || pids[1] == a.pid);
+	ck_assert(pids[0] == b.pid || pids[1] == b.pid);
+	tu_kill(&a);
+	tu_kill(&b);
+	close_all(fds);
+}
+END_TEST
+
 static Suite *fault_suite(void)
 {
 	Suite *s = suite_create("fault");
@@ -855,6 +975,8 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc, test_in_place_other_kind);
 	tcase_add_test(tc, test_no_flock);
 	tcase_add_loop_test(tc, torn_record_read_again, 0, TORN_N);
+	tcase_add_test(tc, torn_lock_list_inspect);
+	tcase_add_test(tc, torn_lock_list_shared_holders);
 	tcase_add_test(tc, fork_waits_for_release_close);
 	tcase_add_test(tc, release_sees_fork_under_way);
 	tcase_add_test(tc, test_create);
