@@ -4,9 +4,11 @@
 #   apply.pl TABLE list            ID<TAB>FILE<TAB>EXPECT<TAB>WHAT per mutation
 #   apply.pl TABLE apply ID ROOT   apply mutation ID to ROOT/FILE; exit 3 if
 #                                  a substitution matches other than once
-#   apply.pl TABLE verify ROOT     apply every mutation in memory only; exit 1
-#                                  if one no longer applies (a mutation that
-#                                  changes nothing proves nothing)
+#   apply.pl TABLE verify ROOT     apply every mutation in memory only, and
+#                                  resolve its expect: line; exit 1 if one
+#                                  no longer applies (a mutation that
+#                                  changes nothing proves nothing) or names
+#                                  a test that is not there
 #   apply.pl TABLE tests ID ROOT   the test programs that ID's expect: line
 #                                  names, one a line (below, expect_tests)
 #   apply.pl TABLE pick SEED N OLD CHANGED
@@ -89,12 +91,20 @@ if ($cmd eq 'verify') {
 	my $bad = 0;
 	for my $v (@order) {
 		my ($src, $why) = mutated($v, $root);
+		# A guard that names no test is run as the file's default
+		# list, which may not be what guards the rule.
+		my @lost = grep { /^\?/ } expect_tests($v, $root);
+		if (@lost) {
+			print STDERR "mutation $v: its expect: line names no ",
+			    "test: ", join(' ', map { substr($_, 1) } @lost), "\n";
+			$bad++;
+		}
 		next if defined $src;
 		print STDERR "mutation $v no longer applies: $why\n";
 		$bad++;
 	}
 	print scalar(@order) - $bad, " of ", scalar(@order),
-	    " mutations apply\n";
+	    " mutations apply and name their tests\n";
 	exit($bad ? 1 : 0);
 }
 
@@ -130,6 +140,14 @@ sub check_tests {
 			$prog{$1} //= $p if /^(?:START_TEST|TU_LOCK_TEST)\((\w+)/;
 		}
 		close($in);
+	}
+	# A program built from sources is named by its own name too (an
+	# expect: line may say pidlock-daemon-unit for
+	# tests/daemon/pidlock-daemon-unit).
+	my %built = map { $_ => 1 } values %canon_of_src;
+	for my $c (sort keys %prog_of_canon) {
+		my $p = $prog_of_canon{$c};
+		$prog{$1} //= $p if $built{$c} && $p =~ m{/([\w-]+)$};
 	}
 	return \%prog;
 }
