@@ -242,13 +242,36 @@ static void synced(const struct bench_opts *o, const char *dir, FILE *csv)
 		bench_die(dtmpl, errno);
 }
 
+/*
+ * A shared acquire that joins a holder, and its release (not the last
+ * one out), on a path of its own: every look at /proc/locks that
+ * writers first costs a reader is in it (doc/protocol.md, 4b).
+ */
+static char shared_path[4300];
+
+static struct pidlock *shared_holder(void)
+{
+	struct pidlock *l;
+	int r;
+
+	snprintf(shared_path, sizeof(shared_path), "%s.shared", bench_path);
+	l = new_lock(shared_path, PIDLOCK_SHARED | PIDLOCK_NO_SYNC);
+	r = pidlock_acquire(l, 0);
+	if (r < 0)
+		bench_die("shared holder", -r);
+	return l;
+}
+
 void bench_cycles(const struct bench_opts *o)
 {
-	struct subject s[9];
-	double (*mean)[BENCH_MAX_SAMPLES] = calloc(9, sizeof(*mean));
+	struct subject s[10];
+	double (*mean)[BENCH_MAX_SAMPLES] = calloc(10, sizeof(*mean));
 	struct pidlock *fast = new_lock(bench_path, PIDLOCK_NO_SYNC);
+	struct pidlock *holder = shared_holder();
+	struct pidlock *joiner = new_lock(shared_path,
+					  PIDLOCK_SHARED | PIDLOCK_NO_SYNC);
 	FILE *csv = bench_csv(o, "cycle.csv", "subject,median_us,ratio");
-	int n = 0;
+	int n = 0, r;
 
 	if (!mean)
 		bench_die("calloc", ENOMEM);
@@ -256,6 +279,8 @@ void bench_cycles(const struct bench_opts *o)
 	       "median of batch means:\n", o->batches, o->cycles);
 	add(s, &n, "bare flock cycle (baseline)", "bare", cycle_bare, NULL);
 	add(s, &n, "pidlock, PIDLOCK_NO_SYNC", "pidlock", cycle_pidlock, fast);
+	add(s, &n, "pidlock shared, joining a holder", "shared-join",
+	    cycle_pidlock, joiner);
 	n = add_peers(s, n);
 	add(s, &n, "  floor: the 9 calls alone, no library", "floor",
 	    cycle_floor, NULL);
@@ -269,6 +294,11 @@ void bench_cycles(const struct bench_opts *o)
 	print(s, n, csv);
 	bench_csv_close(csv);
 	pidlock_free(fast);
+	pidlock_free(joiner);
+	r = pidlock_release(holder);
+	if (r < 0)
+		bench_die("shared holder", -r);
+	pidlock_free(holder);
 	free(mean);
 
 	csv = bench_csv(o, "synced.csv", "dir,subject,median_us");

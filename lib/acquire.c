@@ -163,9 +163,15 @@ static int wait_busy(struct pidlock *lock, struct watch *w, int *fdp,
 
 	if (left <= 0)
 		return -ETIMEDOUT;
-	if (acquire_arm(lock, w, fdp))
+	/* Readers hold: a timed writer queues in the kernel through its
+	 * stand-in, so that they see it (standin.c).  The kernel's grant
+	 * wakes it; no event of the readers' comings and goings does. */
+	if (standin_wanted(lock, w, *fdp, deadline))
+		r = standin_wait(lock, w, *fdp, deadline);
+	else if (acquire_arm(lock, w, fdp))
 		return 0;
-	r = wait_for_event(w, lock->set.base, left, lock->set.retry_ms);
+	else
+		r = wait_for_event(w, lock->set.base, left, lock->set.retry_ms);
 	if (r < 0)
 		return r;
 	acquire_check_kept(lock, w, fdp);

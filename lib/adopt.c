@@ -58,6 +58,7 @@ static void give_back(struct pidlock *lock)
 	lock->hold.ino = 0;
 	lock->hold.writer = 0;
 	lock->hold.keep = false;
+	lock->hold.queued = false;
 	lock->hold.fd_pid = 0;
 }
 

@@ -487,6 +487,30 @@ static int decide(struct pidlock *lock, int fd, struct stat *st,
 	return takeover(lock, fd, st, &c);
 }
 
+/*
+ * A reader that has just got its locks looks for a queued writer once
+ * more.  A release that ends one of the holds of the moment wakes the
+ * writer queued behind it, and the kernel lists a woken waiter again
+ * only once it has run and blocked again (for a timed writer, its
+ * stand-in, standin.c): a look before the take at that moment misses
+ * it.  If the writer lost that race to us, it is blocked behind us by
+ * now, and listed: we give way (doc/protocol.md, "Writers first").
+ */
+static int give_way(struct pidlock *lock, int fd, const struct stat *st,
+		    unsigned int *busy)
+{
+	int r;
+
+	if (!klock_writer_waits(klock_listed_dev(lock, fd, st->st_dev),
+				st->st_ino))
+		return 0;
+	r = klock_drop(fd, lock->set.kinds);
+	if (r < 0)
+		return r;
+	*busy = lock->set.kinds;
+	return -EWOULDBLOCK;
+}
+
 /* *st: the file as it was before the lock was tried (for a busy one). */
 static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
 			  struct stat *st, unsigned int *busy)
@@ -509,6 +533,8 @@ static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
 	if (r == 0)
 		r = klock_take_mode(fd, lock->set.kinds, lock->set.shared,
 				    deadline == -1, busy);
+	if (r == 0 && lock->set.shared)
+		r = give_way(lock, fd, st, busy);
 	if (r < 0)
 		return r;
 	/* The inode check: a holder may have unlinked or replaced the file

@@ -38,6 +38,7 @@ struct watch {
 	int file_wd;
 	ino_t ino;
 	bool file_failed;	/* inotify_add_watch refused: sleep instead */
+	bool standin_failed;	/* standin.c could not queue for us */
 };
 
 /*
@@ -70,6 +71,8 @@ struct pidlock {
 		unsigned long gen;	/* fork generation when the
 					 * acquire began */
 		bool keep;	/* release leaves the inode at the path */
+		bool queued;	/* a shared release saw somebody queued
+				 * in the kernel before it upgraded */
 		pid_t fd_pid;	/* pidlock_lock_fd(): the pid its record
 				 * names, and the file is kept; else 0 */
 		bool fd_given;	/* pidlock_fd() told the caller the fd */
@@ -193,6 +196,12 @@ bool content_boot_ok(const char *s, const char *end);
 size_t content_put_host(char *buf, size_t size, size_t len,
 			const struct host_id *h);
 
+/* standin.c */
+bool standin_wanted(const struct pidlock *lock, const struct watch *w,
+		    int fd, int64_t deadline);
+int standin_wait(const struct pidlock *lock, struct watch *w, int fd,
+		 int64_t deadline);
+
 /* klock.c */
 int klock_take(int fd, unsigned int kinds, bool wait, unsigned int *busy);
 int klock_take_mode(int fd, unsigned int kinds, bool shared, bool wait,
@@ -203,6 +212,7 @@ int klock_test_others(int fd, unsigned int kinds, bool shared,
 		      unsigned int *held);
 bool klock_shared_excludes(int fd, unsigned int kinds);
 bool klock_writer_waits(dev_t dev, ino_t ino);
+bool klock_writer_holds_ofd(int fd);
 bool klock_anyone_waits(ino_t ino);
 bool klock_fd_listed_dev(int fd, dev_t *dev);
 dev_t klock_listed_dev(struct pidlock *lock, int fd, dev_t st_dev);

@@ -42,6 +42,15 @@ static int take_error(void)
 	return errno == ENOSYS ? -ENOLCK : -errno;
 }
 
+/* Does a writer hold the OFD lock (or a classic fcntl write lock)? */
+bool klock_writer_holds_ofd(int fd)
+{
+	struct flock fl;
+
+	whole_file(&fl, F_WRLCK);
+	return fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_WRLCK;
+}
+
 /*
  * Always flock first, then OFD: two libpidlock waiters then never hold
  * one lock each and wait for the other's.  On failure the caller closes
@@ -63,6 +72,15 @@ int klock_take_mode(int fd, unsigned int kinds, bool shared, bool wait,
 	}
 	if (!(kinds & PIDLOCK_KIND_OFD))
 		return 0;
+	/* A reader that waited for its flock must not now wait for the
+	 * OFD lock, flock in hand, behind a writer that holds the OFD lock
+	 * and takes its flock next without waiting (standin.c): it would
+	 * keep that writer out.  It backs off, as from a queued writer. */
+	if (shared && wait && (kinds & PIDLOCK_KIND_FLOCK) &&
+	    klock_writer_holds_ofd(fd)) {
+		*busy = PIDLOCK_KIND_OFD;
+		return -EWOULDBLOCK;
+	}
 	whole_file(&fl, shared ? F_RDLCK : F_WRLCK);
 	if (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0)
 		return 0;

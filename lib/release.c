@@ -78,6 +78,7 @@ static void forget(struct pidlock *lock)
 	lock->hold.ino = 0;
 	lock->hold.writer = 0;
 	lock->hold.keep = false;
+	lock->hold.queued = false;
 	lock->hold.fd_given = false;
 	/* After the lock's own close: the next holder is on its way
 	 * before we pay for this one (see acquire.c). */
@@ -192,6 +193,16 @@ static bool used_by_others(const struct pidlock *lock)
 static bool file_stays(const struct pidlock *lock)
 {
 	if (kept_file(lock))
+		return true;
+	/* The last reader out, a writer queued behind the readers: the
+	 * kernel grants the writer this inode as we let go.  Unlinked, it
+	 * would be worth nothing to the writer, who would race the next
+	 * readers to make the next file, and lose to them again and again
+	 * (doc/protocol.md, "Writers first").  Looked for before our
+	 * upgrade too (shared.c): the upgrade wakes the waiters, which are
+	 * not listed until they have blocked again. */
+	if (lock->set.shared &&
+	    (lock->hold.queued || klock_anyone_waits(lock->hold.ino)))
 		return true;
 	return (lock->set.flags & PIDLOCK_KEEP_IF_USED) && used_by_others(lock);
 }

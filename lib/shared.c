@@ -125,8 +125,12 @@ int shared_adopt_keep(struct pidlock *lock)
  */
 int shared_release(struct pidlock *lock)
 {
-	int r = alone(lock);
+	int r;
 
+	/* For release.c's file_stays(): our upgrade below wakes whoever
+	 * waits, and the kernel lists a waiter only once it blocks again. */
+	lock->hold.queued = klock_anyone_waits(lock->hold.ino);
+	r = alone(lock);
 	if (r == 1)
 		r = shared_adopt_keep(lock);
 	if (r == 1)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -774,6 +775,8 @@ static int steady_reader(struct tu_child *c, void *arg)
 	return 0;
 }
 
+#define TIMED_WRITER_MS 5000
+
 /* The writer: blocks in the kernel (timeout -1), says when it is in. */
 static int blocking_writer(struct tu_child *c, void *arg)
 {
@@ -782,6 +785,21 @@ static int blocking_writer(struct tu_child *c, void *arg)
 	TU_CHILD_CHECK(pidlock_acquire(l, -1) == 0);
 	tu_signal(c, 'L');
 	TU_CHILD_CHECK(pidlock_release(l) == 0);
+	pidlock_free(l);
+	return 0;
+}
+
+/* The writer with a timeout: says 'L' when it is in, 'T' when its time
+ * ran out first. */
+static int timed_writer(struct tu_child *c, void *arg)
+{
+	struct pidlock *l = tu_new(arg, 0);
+	int r = pidlock_acquire(l, TIMED_WRITER_MS);
+
+	TU_CHILD_CHECK(r == 0 || r == -ETIMEDOUT);
+	tu_signal(c, r == 0 ? 'L' : 'T');
+	if (r == 0)
+		TU_CHILD_CHECK(pidlock_release(l) == 0);
 	pidlock_free(l);
 	return 0;
 }
@@ -844,6 +862,253 @@ START_TEST(writer_not_starved)
 }
 END_TEST
 
+/*
+ * The same stream of readers, and a writer that waits with a timeout.
+ * Such a writer sleeps in poll(2) between tries, where readers cannot
+ * see it: it is seen through its stand-in, a child blocked in the
+ * kernel on the writer's own open file description
+ * (doc/protocol.md, "Writers first").  Without it the writer's 5 s run
+ * out, every time.
+ */
+START_TEST(timed_writer_not_starved)
+{
+	enum { READERS = 6, WRITES = 3 };
+	char *p = tu_path("a.lock");
+	struct tu_child c[READERS], w;
+	long worst = 0;
+
+	for (int i = 0; i < READERS; i++) {
+		tu_spawn(&c[i], steady_reader, p);
+		ck_assert_int_eq(tu_wait_signal(&c[i]), 'S');
+		tu_msleep(7);
+	}
+	for (int i = 0; i < WRITES; i++) {
+		long t0;
+		int said;
+
+		tu_msleep(300);
+		t0 = tu_ms();
+		tu_spawn(&w, timed_writer, p);
+		said = tu_wait_signal(&w);
+		if (tu_ms() - t0 > worst)
+			worst = tu_ms() - t0;
+		if (said != 'L')
+			tu_write(tu_path("stop"), "");
+		ck_assert_msg(said == 'L', "a timed writer was kept out by "
+			      "readers for its %d ms", TIMED_WRITER_MS);
+		ck_assert_int_eq(tu_join(&w), 0);
+	}
+	tu_write(tu_path("stop"), "");
+	for (int i = 0; i < READERS; i++)
+		ck_assert_int_eq(tu_join(&c[i]), 0);
+	fprintf(stderr, "timed_writer_not_starved: longest writer wait %ld ms\n",
+		worst);
+}
+END_TEST
+
+/* Requests blocked in the kernel on inode ino: "N: -> FLOCK ..." rows. */
+static int waiters_on(ino_t ino)
+{
+	char line[256], tail[32];
+	FILE *f = fopen("/proc/locks", "re");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(f);
+	snprintf(tail, sizeof(tail), ":%llu ", (unsigned long long)ino);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, " -> ") && strstr(line, tail);
+	fclose(f);
+	return n;
+}
+
+/* Until somebody waits in the kernel on ino (at most 5 s). */
+static void until_queued(ino_t ino)
+{
+	for (int i = 0; i < 500 && waiters_on(ino) == 0; i++)
+		tu_msleep(10);
+	ck_assert_msg(waiters_on(ino) > 0, "no request was queued in 5 s");
+}
+
+/* Did ifd see name removed from its directory? */
+static bool removed(int ifd, const char *name)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
+
+	while ((n = read(ifd, buf, sizeof(buf))) > 0)
+		for (char *q = buf; q < buf + n;) {
+			const struct inotify_event *ev = (const void *)q;
+
+			if (ev->len && strcmp(ev->name, name) == 0)
+				return true;
+			q += sizeof(*ev) + ev->len;
+		}
+	return false;
+}
+
+/*
+ * The last reader out, a writer queued behind it: the file stays (a
+ * released record), and the kernel's grant of it is the writer's lock.
+ * Unlinked, the grant would be of a removed file, and the writer would
+ * race the next readers to make a new one.
+ */
+START_TEST(last_reader_leaves_file_to_writer)
+{
+	char *p = tu_path("a.lock");
+	struct tu_child r, w;
+	ino_t ino;
+	int ifd;
+
+	hold(&r, p, SH);
+	ino = tu_ino(p);
+	tu_waiter(&w, p, 0);
+	tu_tell(&w, 'G');
+	until_queued(ino);
+	/* The writer's own takeover may put a new file in place (by
+	 * rename); only a removal leaves the path empty. */
+	ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	ck_assert_int_ge(ifd, 0);
+	ck_assert_int_ge(inotify_add_watch(ifd, tu_dir(), IN_DELETE), 0);
+	tu_tell(&r, 'R');
+	ck_assert_int_eq(tu_join(&r), 0);
+	ck_assert_int_eq(tu_wait_signal(&w), 'L');
+	ck_assert_msg(!removed(ifd, "a.lock"), "the last reader out removed "
+		      "the file a writer was queued on");
+	close(ifd);
+	tu_tell(&w, 'x');
+	ck_assert_int_eq(tu_join(&w), 0);
+}
+END_TEST
+
+/*
+ * A reader waiting without a limit gets its flock while a writer holds
+ * only the OFD lock (a timed writer whose stand-in was just granted it,
+ * here a classic fcntl(2) write lock); it must not then wait for the
+ * OFD lock with its flock in hand, which the writer needs next.
+ */
+START_TEST(blocking_reader_backs_off_from_ofd_writer)
+{
+	char *p = tu_path("a.lock");
+	struct pidlock *l = tu_new(p, PIDLOCK_KEEP_FILE);
+	struct tu_child x, r;
+	int fd, got;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	pidlock_free(l);
+	tu_posix_hold(&x, p);
+	tu_waiter(&r, p, SH);
+	tu_tell(&r, 'G');
+	tu_msleep(300);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	got = flock(fd, LOCK_EX | LOCK_NB);
+	close(fd);
+	ck_assert_msg(got == 0, "a waiting reader holds its flock behind a "
+		      "writer's OFD lock");
+	tu_tell(&x, 'x');
+	ck_assert_int_eq(tu_join(&x), 0);
+	ck_assert_int_eq(tu_wait_signal(&r), 'L');
+	tu_tell(&r, 'x');
+	ck_assert_int_eq(tu_join(&r), 0);
+}
+END_TEST
+
+/* A timed writer that says 'T' (timed out), 'I' (interrupted) or 'L',
+ * then waits to be told anything before it exits. */
+static volatile sig_atomic_t usr1_seen;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	usr1_seen = 1;
+}
+
+static int timed_writer_stays(struct tu_child *c, void *arg)
+{
+	struct pidlock *l = tu_new(arg, 0);
+	struct sigaction sa;
+	int r;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;	/* no SA_RESTART */
+	TU_CHILD_CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	r = pidlock_acquire(l, 1500);
+	tu_signal(c, r == 0 ? 'L' : r == -ETIMEDOUT ? 'T' : r == -EINTR ? 'I'
+							     : 'F');
+	(void)tu_wait_parent(c);
+	pidlock_free(l);
+	return 0;
+}
+
+/*
+ * The stand-in is the writer's only while it waits: timed out, or
+ * interrupted by a signal handler, the writer has no request left in
+ * the kernel, and readers go on.  The writer is still alive then (a
+ * stand-in of a dead writer dies with it, PR_SET_PDEATHSIG).
+ */
+START_TEST(timed_writer_leaves_no_standin)
+{
+	char *p = tu_path("a.lock");
+	struct pidlock *l;
+	struct tu_child r, w;
+	ino_t ino;
+
+	hold(&r, p, SH);
+	ino = tu_ino(p);
+	tu_spawn(&w, timed_writer_stays, p);
+	until_queued(ino);
+	if (_i == 1)
+		ck_assert_int_eq(kill(w.pid, SIGUSR1), 0);
+	ck_assert_int_eq(tu_wait_signal(&w), _i == 1 ? 'I' : 'T');
+	ck_assert_int_eq(waiters_on(ino), 0);
+	l = tu_new(p, SH);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	pidlock_free(l);
+	tu_tell(&w, 'x');
+	ck_assert_int_eq(tu_join(&w), 0);
+	tu_tell(&r, 'R');
+	ck_assert_int_eq(tu_join(&r), 0);
+}
+END_TEST
+
+/*
+ * The stand-in is granted the OFD lock while a flock-only reader
+ * (flock(1) -s) still holds: the writer cannot take its flock, and
+ * gives the OFD lock back at once.  Kept, it would shut out every
+ * reader of ours while the writer waits.
+ */
+START_TEST(standin_grant_given_back)
+{
+	char *p = tu_path("a.lock");
+	struct pidlock *l;
+	struct tu_child r, f, w;
+	ino_t ino;
+	int said;
+
+	hold(&r, p, SH);
+	ino = tu_ino(p);
+	tu_flock1_hold(&f, p, true);
+	tu_spawn(&w, timed_writer_stays, p);
+	until_queued(ino);
+	tu_tell(&r, 'R');
+	ck_assert_int_eq(tu_join(&r), 0);
+	tu_msleep(300);
+	l = tu_new(p, SH);
+	ck_assert_msg(pidlock_acquire(l, 0) == 0, "a reader was shut out by "
+		      "a waiting writer's OFD lock");
+	ck_assert_int_eq(pidlock_release(l), 0);
+	pidlock_free(l);
+	tu_tell(&f, '\n');
+	ck_assert_int_eq(tu_join(&f), 0);
+	said = tu_wait_signal(&w);
+	ck_assert_msg(said == 'L' || said == 'T', "the writer said %c", said);
+	tu_tell(&w, 'x');
+	ck_assert_int_eq(tu_join(&w), 0);
+}
+END_TEST
+
 /* ---- status ----------------------------------------------------------- */
 
 /* pidlock_holder() after a busy try names the mode and counts holders. */
@@ -889,6 +1154,11 @@ int main(void)
 		{ last_out_adopts_keep, 1 },
 		{ holder_reports_shared, 1 },
 		{ writer_not_starved, 1 },
+		{ timed_writer_not_starved, 1 },
+		{ last_reader_leaves_file_to_writer, 1 },
+		{ blocking_reader_backs_off_from_ofd_writer, 1 },
+		{ timed_writer_leaves_no_standin, 2 },
+		{ standin_grant_given_back, 1 },
 		{ NULL, 0 },
 	};
 

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -963,6 +964,95 @@ START_TEST(torn_lock_list_shared_holders)
 }
 END_TEST
 
+/* Is a request of pid queued in the kernel on ino?  Read here, in the
+ * test's process, whose readings the shim does not tear. */
+static bool queued_by(unsigned long long ino, pid_t pid)
+{
+	char line[256], tail[40], who[24];
+	FILE *f = fopen("/proc/locks", "re");
+	bool found = false;
+
+	ck_assert_ptr_nonnull(f);
+	snprintf(tail, sizeof(tail), ":%llu ", ino);
+	snprintf(who, sizeof(who), " %d ", (int)pid);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, " -> ") && strstr(line, tail) &&
+			strstr(line, who);
+	fclose(f);
+	return found;
+}
+
+struct tearing {
+	unsigned long long ino;
+	pid_t writer;
+};
+
+/*
+ * A reader that waits without a limit, and whose look at /proc/locks on
+ * its first retry misses the queued writer (the shim drops its row from
+ * that one reading): as if the writer had just been woken by the
+ * release that woke this reader, and had not blocked again yet.
+ */
+static int tearing_reader(struct tu_child *c, void *arg)
+{
+	const struct tearing *t = arg;
+	struct pidlock *l = tu_new(path, PIDLOCK_SHARED);
+	int first;
+
+	/* The readings of a busy first try, counted on a try. */
+	fault_torn_locks(t->ino, 0, 1 << 30, 0);
+	TU_CHILD_CHECK(pidlock_acquire(l, 0) == -EWOULDBLOCK);
+	first = fault_locks_readings();
+	fault_torn_locks(t->ino, (int)t->writer, first, 1);
+	TU_CHILD_CHECK(pidlock_acquire(l, -1) == 0);
+	TU_CHILD_CHECK(fault_torn_left() == 0);
+	tu_signal(c, 'L');
+	(void)tu_wait_parent(c);
+	TU_CHILD_CHECK(pidlock_release(l) == 0);
+	pidlock_free(l);
+	return 0;
+}
+
+/*
+ * A waiting reader that got its locks on a retry while a writer was
+ * queued (its look before the take missed the writer) gives way: it
+ * looks once more after the take, drops its locks and waits again.
+ * doc/protocol.md, "A waiting reader gives way after the fact".
+ */
+START_TEST(waiting_reader_gives_way_after_the_fact)
+{
+	struct tu_child r1, w, r2;
+	struct tearing t;
+	struct stat st;
+	struct pollfd pfd;
+
+	fresh_dir();
+	tu_hold(&r1, path, PIDLOCK_SHARED);
+	ck_assert_int_eq(stat(path, &st), 0);
+	tu_waiter(&w, path, 0);
+	tu_tell(&w, 'G');
+	for (int i = 0; i < 500 && !queued_by(st.st_ino, w.pid); i++)
+		tu_msleep(10);
+	ck_assert(queued_by(st.st_ino, w.pid));
+	t.ino = (unsigned long long)st.st_ino;
+	t.writer = w.pid;
+	tu_spawn(&r2, tearing_reader, &t);
+	/* Its first retry comes within the retry interval (100 ms). */
+	pfd.fd = r2.from_child;
+	pfd.events = POLLIN;
+	ck_assert_msg(poll(&pfd, 1, 700) == 0, "a waiting reader got in while "
+		      "a writer was queued");
+	tu_tell(&r1, 'R');
+	ck_assert_int_eq(tu_join(&r1), 0);
+	ck_assert_int_eq(tu_wait_signal(&w), 'L');
+	tu_tell(&w, 'x');
+	ck_assert_int_eq(tu_join(&w), 0);
+	ck_assert_int_eq(tu_wait_signal(&r2), 'L');
+	tu_tell(&r2, 'x');
+	ck_assert_int_eq(tu_join(&r2), 0);
+}
+END_TEST
+
 static Suite *fault_suite(void)
 {
 	Suite *s = suite_create("fault");
@@ -977,6 +1067,7 @@ static Suite *fault_suite(void)
 	tcase_add_loop_test(tc, torn_record_read_again, 0, TORN_N);
 	tcase_add_test(tc, torn_lock_list_inspect);
 	tcase_add_test(tc, torn_lock_list_shared_holders);
+	tcase_add_test(tc, waiting_reader_gives_way_after_the_fact);
 	tcase_add_test(tc, fork_waits_for_release_close);
 	tcase_add_test(tc, release_sees_fork_under_way);
 	tcase_add_test(tc, test_create);

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -87,6 +88,41 @@ def test_state_under_filelocks_names(lockpath):
     assert lock._write_thread_id == threading.get_ident()
     lock.release(force=True)
     assert (lock._lock_level, lock._current_mode, lock._write_thread_id) == (0, None, None)
+
+
+READER_LOOP = """
+import os, random, sys, time, pidlock
+lock = pidlock.ReadWriteLock(sys.argv[1], is_singleton=False)
+print("ready", flush=True)
+while not os.path.exists(sys.argv[2]):
+    with lock.read_lock():
+        time.sleep(random.uniform(0.03, 0.08))
+"""
+
+
+def test_timed_writer_among_overlapping_readers(lockpath, tmp_path):
+    """A writer with a timeout is not kept out by readers whose holds
+    overlap all the time: its wait is seen through its stand-in in the
+    kernel (doc/protocol.md, "A timed writer's stand-in")."""
+    stop = str(tmp_path / "stop")
+    readers = []
+    try:
+        for _ in range(4):
+            reader = subprocess.Popen([sys.executable, "-c", READER_LOOP, lockpath, stop],
+                                      stdout=subprocess.PIPE, text=True)
+            readers.append(reader)
+            assert reader.stdout.readline().strip() == "ready"
+            time.sleep(0.02)
+        time.sleep(0.3)
+        writer = ReadWriteLock(lockpath, is_singleton=False)
+        start = time.monotonic()
+        with writer.write_lock(timeout=5):
+            waited = time.monotonic() - start
+        assert waited < 5
+    finally:
+        open(stop, "w").close()
+        for reader in readers:
+            assert reader.wait(timeout=30) == 0
 
 
 def test_second_instance_times_out(lockpath):

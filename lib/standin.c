@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A timed writer's place in the kernel's queue.  Shared acquirers give
+ * way to a write request blocked in the kernel (klock_writer_waits(),
+ * doc/protocol.md "Writers first"); a writer with a timeout cannot
+ * block there itself, since nothing ends a blocked flock(2) or
+ * F_OFD_SETLKW but a signal, and a library has none of its own.  So
+ * while readers hold the file, its stand-in blocks for it: a child,
+ * forked without the caller's fork handlers, asks F_OFD_SETLKW for a
+ * write lock on the writer's own open file description.  Readers see
+ * the request and back off; when the holds of the moment end, the
+ * kernel grants it, to the description, which the writer then holds,
+ * and the stand-in exits.  At the end of a round (its time, or a
+ * signal for the writer) the stand-in is killed, which withdraws a
+ * request not yet granted.
+ *
+ * Only the OFD lock is asked for: an OFD lock names no process, while a
+ * flock(2) lock would name the stand-in, whose pid is soon free for any
+ * other process, in /proc/locks as its holder.  The flock is taken by
+ * the writer after the grant, without waiting; refused it (a flock-only
+ * reader, flock(1) -s, still in), the writer gives the OFD lock back at
+ * once and waits as before: a waiter holds nothing.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+static void whole_file_write(struct flock *fl, short type)
+{
+	fl->l_type = type;
+	fl->l_whence = SEEK_SET;
+	fl->l_start = 0;
+	fl->l_len = 0;
+	fl->l_pid = 0;
+}
+
+/* The OFD lock of fd's description let go: 0 or -errno. */
+static int give_back(int fd)
+{
+	struct flock fl;
+
+	whole_file_write(&fl, F_UNLCK);
+	return fcntl(fd, F_OFD_SETLK, &fl) < 0 ? -errno : 0;
+}
+
+/* Is the write lock refused by a read lock (a reader of ours holds)? */
+static bool readers_hold(int fd)
+{
+	struct flock fl;
+
+	whole_file_write(&fl, F_WRLCK);
+	return fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_RDLCK;
+}
+
+/*
+ * Every descriptor but fd closed, first thing: a copy of another of the
+ * caller's lock files would keep that file's open file description, and
+ * its locks, alive after the caller's own close (release.c closes
+ * without unlocking when no fork happened, and this clone is none).
+ * The copies live for the microseconds until this runs.
+ */
+static void standin_close_others(int fd)
+{
+	struct rlimit rl;
+	long max = 65536;
+
+	if ((fd == 0 || syscall(SYS_close_range, 0U, (unsigned int)fd - 1,
+				0U) == 0) &&
+	    syscall(SYS_close_range, (unsigned int)fd + 1, ~0U, 0U) == 0)
+		return;
+	/* Before Linux 5.9. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)max)
+		max = (long)rl.rlim_cur;
+	for (long i = 0; i < max; i++)
+		if (i != fd)
+			(void)close((int)i);
+}
+
+/*
+ * The child: every signal blocked (inherited), killed with its parent
+ * thread, it blocks until the write lock is granted to the description.
+ * Exit status 0: granted.
+ */
+static __attribute__((noreturn)) void standin_run(int fd, pid_t parent)
+{
+	struct flock fl;
+
+	standin_close_others(fd);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(1);
+	whole_file_write(&fl, F_WRLCK);
+	if (fcntl(fd, F_OFD_SETLKW, &fl) < 0)
+		_exit(1);
+	_exit(0);
+}
+
+/*
+ * A clone without CLONE_VM is a fork: the child runs on a copy of our
+ * memory, so what it does touches nothing of ours.  The raw system call,
+ * not fork(2): the caller's fork handlers (Python's among them) must not
+ * see a child that runs no code of theirs.  Its exit signal is none, as
+ * for lease.c's tester: no SIGCHLD for the caller, and only a wait for
+ * clone children (__WCLONE) reaps it.  Returns the child's pid (and its
+ * pidfd in *pidfd), or -errno.
+ */
+static pid_t standin_start(int fd, int *pidfd)
+{
+	pid_t parent = getpid();
+	sigset_t all, old;
+	long pid;
+	int r;
+
+	sigfillset(&all);
+	r = pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (r != 0)
+		return -r;
+	pid = syscall(SYS_clone, (unsigned long)CLONE_PIDFD, NULL, pidfd,
+		      NULL, 0UL);
+	if (pid == 0)
+		standin_run(fd, parent);
+	r = pid < 0 ? -errno : 0;
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r < 0 ? r : (pid_t)pid;
+}
+
+/* Killed if still waiting, and reaped: 1 if it was granted, else 0
+ * (not granted, or not known: reaped by a caller's __WALL wait). */
+static int standin_end(pid_t pid, int pidfd)
+{
+	int status = 0;
+	pid_t r;
+
+	/* Through the pidfd: if a caller's __WALL wait reaped it, its pid
+	 * may name somebody else by now. */
+	(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	do
+		r = waitpid(pid, &status, (int)__WCLONE);
+	while (r < 0 && errno == EINTR);
+	io_close_keep_errno(pidfd);
+	return r == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/*
+ * After a grant: the flock too, without waiting.  A reader that found
+ * no writer queued (the stand-in had just exited) may hold a flock of a
+ * moment: it gives it back once our OFD lock refuses it its own, so a
+ * refusal is tried again a few times.  Refused still (a flock-only
+ * reader holds), the OFD lock is given back: a waiter holds nothing.
+ */
+#define FLOCK_TRIES 8
+#define FLOCK_PAUSE_NS 250000L
+
+static int standin_complete(int fd, unsigned int kinds)
+{
+	const struct timespec pause = { .tv_nsec = FLOCK_PAUSE_NS };
+
+	if (!(kinds & PIDLOCK_KIND_FLOCK))
+		return 0;
+	for (int i = 0; i < FLOCK_TRIES; i++) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK)
+			return -errno;
+		if (nanosleep(&pause, NULL) < 0 && errno != EINTR)
+			return -errno;
+	}
+	return give_back(fd);
+}
+
+bool standin_wanted(const struct pidlock *lock, const struct watch *w,
+		    int fd, int64_t deadline)
+{
+	return deadline > 0 && fd >= 0 && !lock->set.shared &&
+	       (lock->set.kinds & PIDLOCK_KIND_OFD) && !w->standin_failed &&
+	       readers_hold(fd);
+}
+
+/*
+ * Sleep until the stand-in exits, the deadline, a signal, or the path
+ * no longer names fd's file (looked at every poll interval: a release
+ * by unlink grants the old inode at once, but a file replaced while its
+ * holders stay would not).  1: it exited; 0: time is up or the file
+ * was replaced; -errno (-EINTR: a signal handler ran).
+ */
+static int standin_sleep(const struct pidlock *lock, int fd, int pidfd,
+			 int64_t deadline)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+		int64_t left = deadline - io_now_ms();
+		struct stat st;
+		int n;
+
+		if (left <= 0)
+			return 0;
+		if (left > (int64_t)lock->set.retry_ms)
+			left = (int64_t)lock->set.retry_ms;
+		n = poll(&pfd, 1, (int)left);
+		if (n != 0)
+			return n < 0 ? -errno : 1;
+		n = existing_names_inode(lock, fd, &st);
+		if (n != 0)
+			return n < 0 ? n : 0;
+	}
+}
+
+/*
+ * Wait until deadline with a stand-in queued for fd's description.
+ * 0: the wait is over, granted or not (the caller's next try on fd
+ * tells); -EINTR: a signal handler ran; -errno.  A stand-in that could
+ * not be started, or that failed, turns them off for the rest of this
+ * wait (w->standin_failed), and the caller waits as without them.
+ */
+int standin_wait(const struct pidlock *lock, struct watch *w, int fd,
+		 int64_t deadline)
+{
+	int pidfd = -1, r;
+	pid_t pid = standin_start(fd, &pidfd);
+
+	if (pid < 0) {
+		w->standin_failed = true;
+		return 0;
+	}
+	r = standin_sleep(lock, fd, pidfd, deadline);
+	if (!standin_end(pid, pidfd)) {
+		/* Exited at once without a grant: it cannot queue here. */
+		if (r == 1)
+			w->standin_failed = true;
+		/* A grant we could not learn of is given back; without one,
+		 * this changes nothing. */
+		(void)give_back(fd);
+		return r < 0 ? r : 0;
+	}
+	r = standin_complete(fd, lock->set.kinds);
+	return r < 0 ? r : 0;
+}
