@@ -128,8 +128,12 @@ int shared_release(struct pidlock *lock)
 	int r;
 
 	/* For release.c's file_stays(): our upgrade below wakes whoever
-	 * waits, and the kernel lists a waiter only once it blocks again. */
-	lock->hold.queued = klock_anyone_waits(lock->hold.ino);
+	 * waits, and the kernel lists a waiter only once it blocks again.
+	 * Asked only where we may be the last one out: another reader's
+	 * OFD lock says we are not, for one fcntl(2) instead of a read of
+	 * /proc/locks. */
+	lock->hold.queued = klock_query_ofd(lock->hold.fd, NULL) == 0 &&
+			    klock_anyone_waits(lock->hold.ino);
 	r = alone(lock);
 	if (r == 1)
 		r = shared_adopt_keep(lock);

@@ -804,6 +804,23 @@ static int timed_writer(struct tu_child *c, void *arg)
 	return 0;
 }
 
+/* n steady readers, started 7 ms apart, so that their holds overlap. */
+static void start_readers(struct tu_child *c, int n, char *p)
+{
+	for (int i = 0; i < n; i++) {
+		tu_spawn(&c[i], steady_reader, p);
+		ck_assert_int_eq(tu_wait_signal(&c[i]), 'S');
+		tu_msleep(7);
+	}
+}
+
+static void stop_readers(struct tu_child *c, int n)
+{
+	tu_write(tu_path("stop"), "");
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(tu_join(&c[i]), 0);
+}
+
 /* Did c say something within ms? */
 static bool said_within(struct tu_child *c, int ms)
 {
@@ -823,42 +840,44 @@ static bool said_within(struct tu_child *c, int ms)
  */
 #define WRITER_BOUND_MS 10000
 
-START_TEST(writer_not_starved)
+/* Three writers (fn), one after the other, among six steady readers:
+ * each must be in within WRITER_BOUND_MS.  Returns the longest wait. */
+static long writes_among_readers(tu_fn writer)
 {
 	enum { READERS = 6, WRITES = 3 };
 	char *p = tu_path("a.lock");
 	struct tu_child c[READERS], w;
 	long worst = 0;
 
-	for (int i = 0; i < READERS; i++) {
-		tu_spawn(&c[i], steady_reader, p);
-		ck_assert_int_eq(tu_wait_signal(&c[i]), 'S');
-		tu_msleep(7);	/* staggered, so that the holds overlap */
-	}
+	start_readers(c, READERS, p);
 	for (int i = 0; i < WRITES; i++) {
 		long t0;
-		bool in;
+		char said = 0;
 
 		tu_msleep(300);	/* the readers' stream is steady again */
 		t0 = tu_ms();
-		tu_spawn(&w, blocking_writer, p);
-		in = said_within(&w, WRITER_BOUND_MS);
+		tu_spawn(&w, writer, p);
+		if (said_within(&w, WRITER_BOUND_MS))
+			said = tu_wait_signal(&w);
 		if (tu_ms() - t0 > worst)
 			worst = tu_ms() - t0;
-		if (!in) {
+		if (said != 'L') {
 			tu_write(tu_path("stop"), "");
 			kill(w.pid, SIGKILL);
 		}
-		ck_assert_msg(in, "the writer waited more than %d ms",
-			      WRITER_BOUND_MS);
-		ck_assert_int_eq(tu_wait_signal(&w), 'L');
+		ck_assert_msg(said == 'L', "a writer was kept out by readers "
+			      "(it said %c after %ld ms)", said ? said : '-',
+			      tu_ms() - t0);
 		ck_assert_int_eq(tu_join(&w), 0);
 	}
-	tu_write(tu_path("stop"), "");
-	for (int i = 0; i < READERS; i++)
-		ck_assert_int_eq(tu_join(&c[i]), 0);
+	stop_readers(c, READERS);
+	return worst;
+}
+
+START_TEST(writer_not_starved)
+{
 	fprintf(stderr, "writer_not_starved: longest writer wait %ld ms\n",
-		worst);
+		writes_among_readers(blocking_writer));
 }
 END_TEST
 
@@ -872,61 +891,17 @@ END_TEST
  */
 START_TEST(timed_writer_not_starved)
 {
-	enum { READERS = 6, WRITES = 3 };
-	char *p = tu_path("a.lock");
-	struct tu_child c[READERS], w;
-	long worst = 0;
-
-	for (int i = 0; i < READERS; i++) {
-		tu_spawn(&c[i], steady_reader, p);
-		ck_assert_int_eq(tu_wait_signal(&c[i]), 'S');
-		tu_msleep(7);
-	}
-	for (int i = 0; i < WRITES; i++) {
-		long t0;
-		int said;
-
-		tu_msleep(300);
-		t0 = tu_ms();
-		tu_spawn(&w, timed_writer, p);
-		said = tu_wait_signal(&w);
-		if (tu_ms() - t0 > worst)
-			worst = tu_ms() - t0;
-		if (said != 'L')
-			tu_write(tu_path("stop"), "");
-		ck_assert_msg(said == 'L', "a timed writer was kept out by "
-			      "readers for its %d ms", TIMED_WRITER_MS);
-		ck_assert_int_eq(tu_join(&w), 0);
-	}
-	tu_write(tu_path("stop"), "");
-	for (int i = 0; i < READERS; i++)
-		ck_assert_int_eq(tu_join(&c[i]), 0);
-	fprintf(stderr, "timed_writer_not_starved: longest writer wait %ld ms\n",
-		worst);
+	fprintf(stderr, "timed_writer_not_starved: longest writer wait %ld "
+		"ms\n", writes_among_readers(timed_writer));
 }
 END_TEST
-
-/* Requests blocked in the kernel on inode ino: "N: -> FLOCK ..." rows. */
-static int waiters_on(ino_t ino)
-{
-	char line[256], tail[32];
-	FILE *f = fopen("/proc/locks", "re");
-	int n = 0;
-
-	ck_assert_ptr_nonnull(f);
-	snprintf(tail, sizeof(tail), ":%llu ", (unsigned long long)ino);
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, " -> ") && strstr(line, tail);
-	fclose(f);
-	return n;
-}
 
 /* Until somebody waits in the kernel on ino (at most 5 s). */
 static void until_queued(ino_t ino)
 {
-	for (int i = 0; i < 500 && waiters_on(ino) == 0; i++)
+	for (int i = 0; i < 500 && tu_queued(ino, 0) == 0; i++)
 		tu_msleep(10);
-	ck_assert_msg(waiters_on(ino) > 0, "no request was queued in 5 s");
+	ck_assert_msg(tu_queued(ino, 0) > 0, "no request was queued in 5 s");
 }
 
 /* Did ifd see name removed from its directory? */
@@ -1061,7 +1036,7 @@ START_TEST(timed_writer_leaves_no_standin)
 	if (_i == 1)
 		ck_assert_int_eq(kill(w.pid, SIGUSR1), 0);
 	ck_assert_int_eq(tu_wait_signal(&w), _i == 1 ? 'I' : 'T');
-	ck_assert_int_eq(waiters_on(ino), 0);
+	ck_assert_int_eq(tu_queued(ino, 0), 0);
 	l = tu_new(p, SH);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);

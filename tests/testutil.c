@@ -129,6 +129,22 @@ int tu_count_inotify(void)
 	return n;
 }
 
+int tu_queued(unsigned long long ino, pid_t pid)
+{
+	char line[256], tail[40], who[24];
+	FILE *f = fopen("/proc/locks", "re");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(f);
+	snprintf(tail, sizeof(tail), ":%llu ", ino);
+	snprintf(who, sizeof(who), " %d ", (int)pid);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, " -> ") && strstr(line, tail) &&
+		     (!pid || strstr(line, who));
+	fclose(f);
+	return n;
+}
+
 const char *tu_peer(const char *var)
 {
 	const char *p = getenv(var);

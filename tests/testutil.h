@@ -122,6 +122,10 @@ bool tu_wait_in_poll(pid_t pid);
  * tu_reap(), which gives 0. */
 pid_t tu_churn_names(void);
 
+/* Requests blocked in the kernel on inode ino ("N: -> ..." rows of
+ * /proc/locks), of process pid, or of anybody if pid is 0. */
+int tu_queued(unsigned long long ino, pid_t pid);
+
 /* Run a shell command; returns its exit status. */
 int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -964,24 +964,6 @@ START_TEST(torn_lock_list_shared_holders)
 }
 END_TEST
 
-/* Is a request of pid queued in the kernel on ino?  Read here, in the
- * test's process, whose readings the shim does not tear. */
-static bool queued_by(unsigned long long ino, pid_t pid)
-{
-	char line[256], tail[40], who[24];
-	FILE *f = fopen("/proc/locks", "re");
-	bool found = false;
-
-	ck_assert_ptr_nonnull(f);
-	snprintf(tail, sizeof(tail), ":%llu ", ino);
-	snprintf(who, sizeof(who), " %d ", (int)pid);
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, " -> ") && strstr(line, tail) &&
-			strstr(line, who);
-	fclose(f);
-	return found;
-}
-
 struct tearing {
 	unsigned long long ino;
 	pid_t writer;
@@ -1031,9 +1013,9 @@ START_TEST(waiting_reader_gives_way_after_the_fact)
 	ck_assert_int_eq(stat(path, &st), 0);
 	tu_waiter(&w, path, 0);
 	tu_tell(&w, 'G');
-	for (int i = 0; i < 500 && !queued_by(st.st_ino, w.pid); i++)
+	for (int i = 0; i < 500 && !tu_queued(st.st_ino, w.pid); i++)
 		tu_msleep(10);
-	ck_assert(queued_by(st.st_ino, w.pid));
+	ck_assert(tu_queued(st.st_ino, w.pid));
 	t.ino = (unsigned long long)st.st_ino;
 	t.writer = w.pid;
 	tu_spawn(&r2, tearing_reader, &t);
