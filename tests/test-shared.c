@@ -1003,14 +1003,20 @@ static int timed_writer_stays(struct tu_child *c, void *arg)
 {
 	struct pidlock *l = tu_new(arg, 0);
 	struct sigaction sa;
+	char said = 'F';
 	int r;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_usr1;	/* no SA_RESTART */
 	TU_CHILD_CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
 	r = pidlock_acquire(l, 1500);
-	tu_signal(c, r == 0 ? 'L' : r == -ETIMEDOUT ? 'T' : r == -EINTR ? 'I'
-							     : 'F');
+	if (r == 0)
+		said = 'L';
+	else if (r == -ETIMEDOUT)
+		said = 'T';
+	else if (r == -EINTR)
+		said = 'I';
+	tu_signal(c, said);
 	(void)tu_wait_parent(c);
 	pidlock_free(l);
 	return 0;
@@ -1060,7 +1066,7 @@ START_TEST(standin_grant_given_back)
 	struct pidlock *l;
 	struct tu_child r, f, w;
 	ino_t ino;
-	int said;
+	char said;
 
 	hold(&r, p, SH);
 	ino = tu_ino(p);
