@@ -42,13 +42,17 @@ static int take_error(void)
 	return errno == ENOSYS ? -ENOLCK : -errno;
 }
 
-/* Does a writer hold the OFD lock (or a classic fcntl write lock)? */
-bool klock_writer_holds_ofd(int fd)
+/*
+ * The type of another's OFD or classic fcntl lock that a write lock on
+ * the whole file would meet: F_RDLCK (readers hold), F_WRLCK (a writer
+ * holds), F_UNLCK (none, or no answer).
+ */
+short klock_ofd_conflict(int fd)
 {
 	struct flock fl;
 
 	whole_file(&fl, F_WRLCK);
-	return fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_WRLCK;
+	return fcntl(fd, F_OFD_GETLK, &fl) == 0 ? fl.l_type : F_UNLCK;
 }
 
 /*
@@ -77,7 +81,7 @@ int klock_take_mode(int fd, unsigned int kinds, bool shared, bool wait,
 	 * and takes its flock next without waiting (standin.c): it would
 	 * keep that writer out.  It backs off, as from a queued writer. */
 	if (shared && wait && (kinds & PIDLOCK_KIND_FLOCK) &&
-	    klock_writer_holds_ofd(fd)) {
+	    klock_ofd_conflict(fd) == F_WRLCK) {
 		*busy = PIDLOCK_KIND_OFD;
 		return -EWOULDBLOCK;
 	}

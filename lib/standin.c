@@ -27,7 +27,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -47,33 +46,6 @@
 #ifndef SYS_pidfd_send_signal
 #define SYS_pidfd_send_signal 424
 #endif
-
-static void whole_file_write(struct flock *fl, short type)
-{
-	fl->l_type = type;
-	fl->l_whence = SEEK_SET;
-	fl->l_start = 0;
-	fl->l_len = 0;
-	fl->l_pid = 0;
-}
-
-/* The OFD lock of fd's description let go: 0 or -errno. */
-static int give_back(int fd)
-{
-	struct flock fl;
-
-	whole_file_write(&fl, F_UNLCK);
-	return fcntl(fd, F_OFD_SETLK, &fl) < 0 ? -errno : 0;
-}
-
-/* Is the write lock refused by a read lock (a reader of ours holds)? */
-static bool readers_hold(int fd)
-{
-	struct flock fl;
-
-	whole_file_write(&fl, F_WRLCK);
-	return fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_RDLCK;
-}
 
 /*
  * Every descriptor but fd closed, first thing: a copy of another of the
@@ -107,15 +79,12 @@ static void standin_close_others(int fd)
  */
 static __attribute__((noreturn)) void standin_run(int fd, pid_t parent)
 {
-	struct flock fl;
+	unsigned int busy = 0;
 
 	standin_close_others(fd);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(1);
-	whole_file_write(&fl, F_WRLCK);
-	if (fcntl(fd, F_OFD_SETLKW, &fl) < 0)
-		_exit(1);
-	_exit(0);
+	_exit(klock_take(fd, PIDLOCK_KIND_OFD, true, &busy) == 0 ? 0 : 1);
 }
 
 /*
@@ -177,18 +146,19 @@ static int standin_end(pid_t pid, int pidfd)
 static int standin_complete(int fd, unsigned int kinds)
 {
 	const struct timespec pause = { .tv_nsec = FLOCK_PAUSE_NS };
+	unsigned int busy = 0;
 
 	if (!(kinds & PIDLOCK_KIND_FLOCK))
 		return 0;
 	for (int i = 0; i < FLOCK_TRIES; i++) {
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-			return 0;
-		if (errno != EWOULDBLOCK)
-			return -errno;
+		int r = klock_take(fd, PIDLOCK_KIND_FLOCK, false, &busy);
+
+		if (r != -EWOULDBLOCK)
+			return r;
 		if (nanosleep(&pause, NULL) < 0 && errno != EINTR)
 			return -errno;
 	}
-	return give_back(fd);
+	return klock_drop(fd, PIDLOCK_KIND_OFD);
 }
 
 bool standin_wanted(const struct pidlock *lock, const struct watch *w,
@@ -196,7 +166,7 @@ bool standin_wanted(const struct pidlock *lock, const struct watch *w,
 {
 	return deadline > 0 && fd >= 0 && !lock->set.shared &&
 	       (lock->set.kinds & PIDLOCK_KIND_OFD) && !w->standin_failed &&
-	       readers_hold(fd);
+	       klock_ofd_conflict(fd) == F_RDLCK;
 }
 
 /*
@@ -252,7 +222,7 @@ int standin_wait(const struct pidlock *lock, struct watch *w, int fd,
 			w->standin_failed = true;
 		/* A grant we could not learn of is given back; without one,
 		 * this changes nothing. */
-		(void)give_back(fd);
+		(void)klock_drop(fd, PIDLOCK_KIND_OFD);
 		return r < 0 ? r : 0;
 	}
 	r = standin_complete(fd, lock->set.kinds);
