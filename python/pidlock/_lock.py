@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import ctypes
+import dis
 import errno
+import functools
 import math
 import os
 import sys
@@ -77,8 +79,10 @@ class Lock(_lib.Owner):
         self._handle: Optional[int] = None
         self._owner: Optional[int] = None
         self._guard = threading.RLock()
-        # Where the with-statement that holds the lock is (with_site()).
+        # Where the with-statement that holds the lock is (with_site()),
+        # and its frame, to tell whether its block is over (_site_over()).
         self._site: Optional[tuple] = None
+        self._site_frame = None
         self.timeout = timeout
         self.tag = tag
         if shared:
@@ -173,11 +177,34 @@ class Lock(_lib.Owner):
 
     def _drop_orphan(self, handle: int) -> None:
         """A hold that no call returned (an interrupt came after the
-        library took it, and before or during its clean-up) is let go
-        before the next take; the C library keeps a forked parent's
-        file (only the child's descriptor is closed)."""
-        if self._owner is None and _lib.lib.pidlock_fd(handle) >= 0:
+        library took it, and before or during its clean-up), or whose
+        with-block is over without its __exit__ having let go (an
+        interrupt at __exit__'s first line), is let go before the next
+        take; the C library keeps a forked parent's file (only the
+        child's descriptor is closed)."""
+        if _lib.lib.pidlock_fd(handle) < 0:
+            return
+        if self._owner is None:
             _lib.lib.pidlock_release(handle)
+        elif self._site_over():
+            _let_go(handle, self._owner)
+            self._owner = None
+            self._site = self._site_frame = None
+
+    def _site_over(self) -> bool:
+        """Is the with-block that took the hold over?  Its frame is no
+        longer on its thread's stack, or is past the block (Python 3.11's
+        exception table gives the block's extent; without one, a frame
+        still running counts as inside)."""
+        site, frame = self._site, self._site_frame
+        if site is None or frame is None:
+            return False
+        f = sys._current_frames().get(site[0])
+        while f is not None and f is not frame:
+            f = f.f_back
+        if f is None:
+            return True
+        return not in_with_block(frame.f_code, site[2], frame.f_lasti)
 
     def _undo_acquire(self) -> None:
         # pidlock_fd() tells whether the handle holds: if so, the hold
@@ -201,7 +228,7 @@ class Lock(_lib.Owner):
             with self._guard:
                 handle = self._live()
                 self._debug(_log.ATTEMPT_RELEASE)
-                self._site = None
+                self._site = self._site_frame = None
                 rc = _let_go(handle, self._owner)
                 if rc not in (-errno.EINVAL, -errno.ENOLCK):
                     self._owner = None
@@ -215,7 +242,7 @@ class Lock(_lib.Owner):
             raise_for(rc, self._path)
 
     def _finish_release(self) -> None:
-        self._site = None
+        self._site = self._site_frame = None
         handle = self._handle
         if handle is not None and _lib.lib.pidlock_fd(handle) >= 0:
             _let_go(handle, self._owner)
@@ -277,18 +304,20 @@ class Lock(_lib.Owner):
     def __enter__(self) -> "Lock":
         # An interrupt can land here too, after acquire() returned and
         # before the with-block starts: no __exit__ would let go.
-        site = with_site(sys._getframe(1))
+        frame = sys._getframe(1)
+        site = with_site(frame)
         handle = self._handle
-        if handle is not None and site == self._site:
-            # This very with-statement is entered again: the one before
-            # it ended, and an interrupt kept its __exit__ from letting
-            # go (it came before the first line of __exit__ ran).
+        if handle is not None and (site == self._site or self._site_over()):
+            # This very with-statement is entered again, or the block of
+            # the one that holds is over: it ended, and an interrupt kept
+            # its __exit__ from letting go (it came before the first line
+            # of __exit__ ran).
             with self._guard:
                 _lib.settle(self._finish_release)
         mine = handle is None or _lib.lib.pidlock_fd(handle) < 0 or self._owner is None
         try:
             self.acquire()
-            self._site = site
+            self._site, self._site_frame = site, frame
             return self
         except BaseException:
             if mine:
@@ -305,6 +334,31 @@ class Lock(_lib.Owner):
     def __repr__(self) -> str:
         state = "locked" if self.locked else "unlocked"
         return f"<pidlock.Lock {self._path!r} {state}>"
+
+
+@functools.lru_cache(maxsize=256)
+def _with_blocks(code) -> "tuple[tuple[int, int, int], ...]":  # type: ignore[no-untyped-def]
+    """(start, end, target) of code's exception table (Python 3.11)."""
+    parse = getattr(dis, "_parse_exception_table", None)
+    if parse is None:
+        return ()
+    return tuple((e.start, e.end, e.target) for e in parse(code))
+
+
+def in_with_block(code, enter_lasti: int, lasti: int) -> bool:  # type: ignore[no-untyped-def]
+    """Is instruction lasti of code inside the with-block whose
+    BEFORE_WITH is at enter_lasti?  The block's body is what the handler
+    of the first exception-table entry after that instruction covers,
+    from its first entry to its last: blocks nested in it have entries
+    of their own in between.  Where that cannot be told, yes: the hold
+    is kept, as before."""
+    entries = _with_blocks(code)
+    after = [e for e in entries if e[0] > enter_lasti]
+    if not after:
+        return True
+    target = min(after)[2]
+    spans = [(start, end) for start, end, t in entries if t == target]
+    return min(spans)[0] <= lasti < max(end for _, end in spans)
 
 
 def with_site(frame) -> tuple:  # type: ignore[no-untyped-def]

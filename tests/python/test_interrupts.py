@@ -578,3 +578,70 @@ def test_interrupt_storm_leaves_no_lost_hold(lockpath, kind):
     assert "error" not in out, out
     assert out["inner_free"] is False, out
     assert out["after"] == [False, True], out
+
+
+@contextlib.contextmanager
+def exit_interrupted():
+    """Lock.__exit__ replaced by one that raises at once, as an
+    interrupt at its first line does: its with-block is over, and the
+    hold was not let go."""
+    original = pidlock.Lock.__exit__
+
+    def interrupted(self, *exc):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt
+
+    pidlock.Lock.__exit__ = interrupted  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        pidlock.Lock.__exit__ = original  # type: ignore[method-assign]
+
+
+def test_with_block_over_lets_go_at_the_next_with(lockpath):
+    """The hold of a with-block whose __exit__ an interrupt cut off at
+    its start is let go by the next with-statement on the object, here
+    another one in the same frame (the storm's last with-block met it as
+    EALREADY under ASan's slower run)."""
+    lock = pidlock.Lock(lockpath)
+    with exit_interrupted(), pytest.raises(KeyboardInterrupt):
+        with lock:
+            pass
+    assert lock.locked
+    with lock:
+        assert lock.locked
+    assert not lock.locked
+    assert not os.path.exists(lockpath)
+    lock.close()
+
+
+def test_with_block_of_a_returned_function_lets_go_at_acquire(lockpath):
+    """The same, where the with-block was in a function that has
+    returned: acquire() lets go of the lost hold and takes the lock."""
+    lock = pidlock.Lock(lockpath)
+
+    def hold_and_lose() -> None:
+        with lock:
+            pass
+
+    with exit_interrupted(), pytest.raises(KeyboardInterrupt):
+        hold_and_lose()
+    assert lock.locked
+    lock.acquire(timeout=0)
+    lock.release()
+    assert not lock.locked
+    lock.close()
+
+
+def test_nested_with_still_refused(lockpath):
+    """A with-statement inside the block of another on the same object is
+    a second take while held: refused (EALREADY), and the outer hold
+    stays."""
+    lock = pidlock.Lock(lockpath)
+    with lock:
+        with pytest.raises(OSError) as err:
+            with lock:
+                pass
+        assert err.value.errno == errno.EALREADY
+        assert lock.locked
+    assert not lock.locked
+    lock.close()
