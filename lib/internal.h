@@ -212,7 +212,7 @@ int klock_test_others(int fd, unsigned int kinds, bool shared,
 		      unsigned int *held);
 bool klock_shared_excludes(int fd, unsigned int kinds);
 bool klock_writer_waits(dev_t dev, ino_t ino);
-short klock_ofd_conflict(int fd);
+int klock_ofd_conflict(int fd);
 bool klock_anyone_waits(ino_t ino);
 bool klock_fd_listed_dev(int fd, dev_t *dev);
 dev_t klock_listed_dev(struct pidlock *lock, int fd, dev_t st_dev);

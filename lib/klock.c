@@ -47,7 +47,7 @@ static int take_error(void)
  * the whole file would meet: F_RDLCK (readers hold), F_WRLCK (a writer
  * holds), F_UNLCK (none, or no answer).
  */
-short klock_ofd_conflict(int fd)
+int klock_ofd_conflict(int fd)
 {
 	struct flock fl;
 
