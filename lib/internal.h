@@ -196,6 +196,10 @@ bool content_boot_ok(const char *s, const char *end);
 size_t content_put_host(char *buf, size_t size, size_t len,
 			const struct host_id *h);
 
+/* clone.c */
+unsigned long clone_files_flag(void);
+pid_t clone_fork(unsigned long flags, int *pidfd);
+
 /* standin.c */
 bool standin_wanted(const struct pidlock *lock, const struct watch *w,
 		    int fd, int64_t deadline);
@@ -306,6 +310,9 @@ bool remote_locks_local(const struct pidlock *lock, int fd);
 enum { PUB_RENAME = 0, PUB_TMPFILE, PUB_TMPFILE_PROC, PUB_IN_PLACE };
 
 /* lease.c */
+/* lease.c's "the question could not be put": no errno the kernel's
+ * F_SETLEASE gives. */
+#define LEASE_UNASKED (-ECHILD)
 int lease_alone(int fd, const struct stat *st, unsigned int grace_ms);
 int lease_others_open(int fd);
 int lease_open(const char *path, int flags);

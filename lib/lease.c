@@ -91,18 +91,17 @@ static int TESTER_ATTRS tester(void *arg)
  * process's open then signals the owner to give the lease back: our
  * caller's SIGURG handler, or any other handler, would see it.  So a
  * tester takes and drops the lease: a clone sharing our memory (the
- * parent waits, as for vfork(2)) with a copy of our descriptors (a
- * shared table, CLONE_FILES, is a clone valgrind cannot run; the copy
- * holds the caller's files for the tester's few microseconds), with
- * every signal blocked, so that the break's signal stays pending in it
- * and is discarded at its exit.  Its exit signal is none: no SIGCHLD
- * reaches the caller, and only a wait for clone children (__WCLONE)
- * reaps it, so the caller's own wait(2) for any child never meets it.
- * Its answer comes back in its exit status (valgrind runs it as a
- * fork).  The copy's close at its exit drops none of the caller's
- * locks: POSIX locks belong to a descriptor table, and the others to
- * the description, which the caller still has open.
- * 1: alone; 0: another description is open; -errno: no answer.
+ * parent waits, as for vfork(2)) and our descriptor table (clone.c says
+ * why a copy would not do), with every signal blocked, so that the
+ * break's signal stays pending in it and is discarded at its exit.  Its
+ * exit signal is none: no SIGCHLD reaches the caller, and only a wait
+ * for clone children (__WCLONE) reaps it, so the caller's own wait(2)
+ * for any child never meets it.  Its answer comes back in its exit
+ * status (valgrind runs it as a fork, with a copy of the table).
+ * 1: alone; 0: another description is open; -errno: the kernel gave no
+ * answer; LEASE_UNASKED: the question could not be put (the clone was
+ * refused, by RLIMIT_NPROC or a full pids cgroup; the tester was killed
+ * or reaped by somebody else's wait).
  */
 static int lease_in_tester(int fd)
 {
@@ -122,12 +121,12 @@ static int lease_in_tester(int fd)
 		(void)pthread_setcancelstate(cancel, NULL);
 		return -r;
 	}
-	pid = clone(tester, stack + sizeof(stack), CLONE_VM | CLONE_VFORK,
-		    &fd);
-	r = pid < 0 ? -errno : 0;
+	pid = clone(tester, stack + sizeof(stack),
+		    CLONE_VM | CLONE_VFORK | (int)clone_files_flag(), &fd);
+	r = pid < 0 ? LEASE_UNASKED : 0;
 	while (pid > 0 && waitpid(pid, &status, (int)__WCLONE) < 0) {
 		if (errno != EINTR) {
-			r = -errno;	/* reaped by a caller's __WALL wait */
+			r = LEASE_UNASKED;	/* reaped by a caller's __WALL wait */
 			break;
 		}
 	}
@@ -141,7 +140,7 @@ static int lease_in_tester(int fd)
 	if (r < 0)
 		return r;
 	if (!WIFEXITED(status))
-		return -EINTR;
+		return LEASE_UNASKED;
 	if (WEXITSTATUS(status) == 0)
 		return 1;
 	return WEXITSTATUS(status) == EAGAIN ? 0 : -WEXITSTATUS(status);
@@ -189,7 +188,10 @@ int lease_alone(int fd, const struct stat *st, unsigned int grace_ms)
  * A release's question (release.c): does another description have the
  * file we hold open?  1 yes, 0 no, -errno no answer, as lease_alone()
  * inverted.  No wait for the file's age: a creator's open that does not
- * count yet made the file after ours, which it cannot have.
+ * count yet made the file after ours, which it cannot have.  A question
+ * that could not be put (LEASE_UNASKED) is a yes: the answer keeps a
+ * second holder out, so not knowing it keeps the file (doc/protocol.md,
+ * "Kept while used").
  */
 int lease_others_open(int fd)
 {
@@ -198,6 +200,8 @@ int lease_others_open(int fd)
 	if (r != 0)
 		return r < 0 ? r : -EOPNOTSUPP;
 	r = lease_test(fd);
+	if (r == LEASE_UNASKED)
+		return 1;
 	return r < 0 ? r : !r;
 }
 

@@ -28,7 +28,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -40,37 +39,9 @@
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
 #endif
-#ifndef SYS_close_range
-#define SYS_close_range 436
-#endif
 #ifndef SYS_pidfd_send_signal
 #define SYS_pidfd_send_signal 424
 #endif
-
-/*
- * Every descriptor but fd closed, first thing: a copy of another of the
- * caller's lock files would keep that file's open file description, and
- * its locks, alive after the caller's own close (release.c closes
- * without unlocking when no fork happened, and this clone is none).
- * The copies live for the microseconds until this runs.
- */
-static void standin_close_others(int fd)
-{
-	struct rlimit rl;
-	long max = 65536;
-
-	if ((fd == 0 || syscall(SYS_close_range, 0U, (unsigned int)fd - 1,
-				0U) == 0) &&
-	    syscall(SYS_close_range, (unsigned int)fd + 1, ~0U, 0U) == 0)
-		return;
-	/* Before Linux 5.9. */
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur < (rlim_t)max)
-		max = (long)rl.rlim_cur;
-	for (long i = 0; i < max; i++)
-		if (i != fd)
-			(void)close((int)i);
-}
 
 /*
  * The child: every signal blocked (inherited), killed with its parent
@@ -81,39 +52,40 @@ static __attribute__((noreturn)) void standin_run(int fd, pid_t parent)
 {
 	unsigned int busy = 0;
 
-	standin_close_others(fd);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(1);
 	_exit(klock_take(fd, PIDLOCK_KIND_OFD, true, &busy) == 0 ? 0 : 1);
 }
 
 /*
- * A clone without CLONE_VM is a fork: the child runs on a copy of our
- * memory, so what it does touches nothing of ours.  The raw system call,
- * not fork(2): the caller's fork handlers (Python's among them) must not
- * see a child that runs no code of theirs.  Its exit signal is none, as
- * for lease.c's tester: no SIGCHLD for the caller, and only a wait for
- * clone children (__WCLONE) reaps it.  Returns the child's pid (and its
- * pidfd in *pidfd), or -errno.
+ * The stand-in is clone.c's fork: the child runs on a copy of our
+ * memory, so what it does touches nothing of ours, and no fork handler
+ * of the caller's (Python's among them) sees a child that runs no code
+ * of theirs.  Its exit signal is none, as for lease.c's tester: no
+ * SIGCHLD for the caller, and only a wait for clone children (__WCLONE)
+ * reaps it.  It shares our descriptor table (clone.c says why); where
+ * it cannot (valgrind), it is not started: a copy of the table would
+ * keep our other lock files' locks alive, and close them in the child.
+ * Returns the child's pid (and its pidfd in *pidfd), or -errno.
  */
 static pid_t standin_start(int fd, int *pidfd)
 {
-	pid_t parent = getpid();
+	unsigned long files = clone_files_flag();
+	pid_t parent = getpid(), pid;
 	sigset_t all, old;
-	long pid;
 	int r;
 
+	if (!files)
+		return -ENOSYS;
 	sigfillset(&all);
 	r = pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (r != 0)
 		return -r;
-	pid = syscall(SYS_clone, (unsigned long)CLONE_PIDFD, NULL, pidfd,
-		      NULL, 0UL);
+	pid = clone_fork(CLONE_PIDFD | files, pidfd);
 	if (pid == 0)
 		standin_run(fd, parent);
-	r = pid < 0 ? -errno : 0;
 	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return r < 0 ? r : (pid_t)pid;
+	return pid;
 }
 
 /* Killed if still waiting, and reaped: 1 if it was granted, else 0
