@@ -157,8 +157,7 @@ void acquire_check_kept(struct pidlock *lock, struct watch *w, int *fdp)
 static int wait_busy(struct pidlock *lock, struct watch *w, int *fdp,
 		     int64_t deadline)
 {
-	int64_t left = deadline < 0 ? lock->set.retry_ms
-				    : deadline - io_now_ms();
+	int64_t left = wait_left_ms(lock, deadline);
 	int r;
 
 	if (left <= 0)

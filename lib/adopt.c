@@ -50,18 +50,6 @@ static int check_args(const struct pidlock *lock, int fd)
 	return 0;
 }
 
-/* The handle only borrowed the caller's descriptor. */
-static void give_back(struct pidlock *lock)
-{
-	lock->hold.fd = -1;
-	lock->hold.dev = 0;
-	lock->hold.ino = 0;
-	lock->hold.writer = 0;
-	lock->hold.keep = false;
-	lock->hold.queued = false;
-	lock->hold.fd_pid = 0;
-}
-
 /*
  * Even a try waits out the grace of a young incomplete file (rule C):
  * the caller's own `exec 9<>path` may have created it a moment ago, and
@@ -104,8 +92,7 @@ static int try_once(struct pidlock *lock, int fd, int64_t deadline)
 static int wait_turn(const struct pidlock *lock, struct watch *w,
 		     int64_t deadline)
 {
-	int64_t left = deadline < 0 ? lock->set.retry_ms
-				    : deadline - io_now_ms();
+	int64_t left = wait_left_ms(lock, deadline);
 	int r;
 
 	if (left <= 0)
@@ -225,7 +212,8 @@ static int lock_fd(struct pidlock *lock, int fd, pid_t pid, int timeout_ms)
 	if (r != TRY_HELD_BY_US)
 		(void)klock_drop(fd, lock->set.kinds);
 	split_end(lock);
-	give_back(lock);
+	/* The handle only borrowed the caller's descriptor. */
+	handle_hold_clear(lock);
 	return io_rc_filter(r == TRY_HELD_BY_US ? 0 : r);
 }
 

@@ -323,6 +323,9 @@ int handle_check_type(mode_t mode);
 char *handle_dir_of(const char *path);
 int handle_check_dir(const char *dir);
 
+/* handle.c */
+void handle_hold_clear(struct pidlock *lock);
+
 /* create.c */
 int create_publish(struct pidlock *lock);
 
@@ -405,6 +408,7 @@ int wait_poll_events(int ifd, int64_t ms, wait_hit_fn hit, const void *arg);
 int wait_drain(struct watch *w, const char *base);
 int wait_for_event(struct watch *w, const char *base, int64_t timeout_ms,
 		   int64_t poll_ms);
+int64_t wait_left_ms(const struct pidlock *lock, int64_t deadline);
 void wait_close(struct watch *w);
 void wait_drop_kept(struct watch *w, int *fdp);
 

@@ -73,13 +73,7 @@ PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
 
 static void forget(struct pidlock *lock)
 {
-	lock->hold.fd = -1;
-	lock->hold.dev = 0;
-	lock->hold.ino = 0;
-	lock->hold.writer = 0;
-	lock->hold.keep = false;
-	lock->hold.queued = false;
-	lock->hold.fd_given = false;
+	handle_hold_clear(lock);
 	/* After the lock's own close: the next holder is on its way
 	 * before we pay for this one (see acquire.c). */
 	if (lock->hold.wait_ifd >= 0)

@@ -171,6 +171,13 @@ int wait_poll_events(int ifd, int64_t ms, wait_hit_fn hit, const void *arg)
 	}
 }
 
+/* How long the next wait of a round may be: what is left before the
+ * deadline (0 or less: none), or one retry interval without one (-1). */
+int64_t wait_left_ms(const struct pidlock *lock, int64_t deadline)
+{
+	return deadline < 0 ? lock->set.retry_ms : deadline - io_now_ms();
+}
+
 /* Wait up to timeout_ms for an event on the file or on `base`, never
  * longer than poll_ms; as wait_poll_events(). */
 int wait_for_event(struct watch *w, const char *base, int64_t timeout_ms,
