@@ -213,7 +213,7 @@ static int lock_fd(struct pidlock *lock, int fd, pid_t pid, int timeout_ms)
 		(void)klock_drop(fd, lock->set.kinds);
 	split_end(lock);
 	/* The handle only borrowed the caller's descriptor. */
-	handle_hold_clear(lock);
+	hold_clear(lock);
 	return io_rc_filter(r == TRY_HELD_BY_US ? 0 : r);
 }
 

@@ -59,20 +59,6 @@ PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
 	return 0;
 }
 
-/* The hold's state back to "holds nothing" (the inotify of the last
- * wait, wait_ifd, is release.c's to close). */
-void handle_hold_clear(struct pidlock *lock)
-{
-	lock->hold.fd = -1;
-	lock->hold.dev = 0;
-	lock->hold.ino = 0;
-	lock->hold.writer = 0;
-	lock->hold.keep = false;
-	lock->hold.queued = false;
-	lock->hold.fd_pid = 0;
-	lock->hold.fd_given = false;
-}
-
 /* Not cancellable (cancel.c): the wait's close(2) must not stop it
  * half way, with the memory never freed. */
 PIDLOCK_EXPORT void pidlock_free(struct pidlock *lock)

@@ -323,8 +323,8 @@ int handle_check_type(mode_t mode);
 char *handle_dir_of(const char *path);
 int handle_check_dir(const char *dir);
 
-/* handle.c */
-void handle_hold_clear(struct pidlock *lock);
+/* hold.c */
+void hold_clear(struct pidlock *lock);
 
 /* create.c */
 int create_publish(struct pidlock *lock);

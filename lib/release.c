@@ -73,7 +73,7 @@ PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
 
 static void forget(struct pidlock *lock)
 {
-	handle_hold_clear(lock);
+	hold_clear(lock);
 	/* After the lock's own close: the next holder is on its way
 	 * before we pay for this one (see acquire.c). */
 	if (lock->hold.wait_ifd >= 0)
