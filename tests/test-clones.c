@@ -49,7 +49,8 @@
 #include "testutil.h"
 
 /* How long fuse-stall keeps a FLUSH unanswered: far past every bound
- * below, and short enough that a failing test still ends. */
+ * below, and short enough that a failing test still ends
+ * (FUSE_STALL_SECONDS sets another, to reproduce a given stall). */
 #define STALL_SECONDS "8"
 #define TIMED_MS 300
 #define TIMED_BOUND_MS 400
@@ -76,10 +77,11 @@ static const char *stall_bin(void)
 static bool stall_start(struct stall *s)
 {
 	const char *bin = stall_bin();
+	const char *secs = getenv("FUSE_STALL_SECONDS");
 	char *f;
 
 	if (!bin || access("/dev/fuse", R_OK | W_OK) != 0) {
-		printf("not tested: %s\n", bin ? "no /dev/fuse" :
+		fprintf(stderr, "not tested: %s\n", bin ? "no /dev/fuse" :
 		       "no fuse-stall (libfuse3-dev) built");
 		return false;
 	}
@@ -90,7 +92,8 @@ static bool stall_start(struct stall *s)
 	if (s->daemon == 0) {
 		/* Gone with the test: an abort ends its stalled FLUSHes. */
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl(bin, bin, s->mnt, STALL_SECONDS, (char *)NULL);
+		execl(bin, bin, s->mnt, secs && secs[0] ? secs : STALL_SECONDS,
+		      (char *)NULL);
 		_exit(127);
 	}
 	f = tu_path("mnt/f");
@@ -143,7 +146,7 @@ START_TEST(fuse_timed_acquire)
 	t0 = tu_ms();
 	r = pidlock_acquire(l, TIMED_MS);
 	ms = tu_ms() - t0;
-	printf("fuse_timed_acquire: %d after %ld ms, %d FLUSH\n", r, ms,
+	fprintf(stderr, "fuse_timed_acquire: %d after %ld ms, %d FLUSH\n", r, ms,
 	       stall_flushes());
 	ck_assert_int_eq(stall_flushes(), 0);
 	stall_end(&s);
@@ -171,7 +174,7 @@ START_TEST(fuse_keep_release)
 	t0 = tu_ms();
 	r = pidlock_release(l);
 	ms = tu_ms() - t0;
-	printf("fuse_keep_release: %d after %ld ms, %d FLUSH\n", r, ms,
+	fprintf(stderr, "fuse_keep_release: %d after %ld ms, %d FLUSH\n", r, ms,
 	       stall_flushes());
 	ck_assert_int_eq(stall_flushes(), 0);
 	stall_end(&s);
@@ -344,12 +347,12 @@ static bool run_limited(enum limit how, const char *name, limited_fn fn,
 
 	ck_assert_ptr_nonnull(path);
 	if (geteuid() != 0) {
-		printf("not tested: root is needed to set a limit\n");
+		fprintf(stderr, "not tested: root is needed to set a limit\n");
 		free(path);
 		return false;
 	}
 	if (how == BY_CGROUP && !cg_make(&cg)) {
-		printf("not tested: no pids cgroup controller here\n");
+		fprintf(stderr, "not tested: no pids cgroup controller here\n");
 		free(path);
 		return false;
 	}
