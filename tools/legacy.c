@@ -12,9 +12,12 @@
  *     the file is held by a pidfile holder (PIDLOCK_STATE_HELD_PIDFILE),
  *     the pid is still the one opened, and so the process is alive and
  *     started before the file was last written;
+ *  2b. who could have written the file (legacy-trust.c): nobody but
+ *     root, the caller and the process's own user, unless
+ *     --legacy-trust-file; else anyone who can write it aims our signal;
  *  3. its identity, as start-stop-daemon(8) checks it: /proc/PID/exe is
- *     PATH (the same inode, or PATH deleted by an upgrade), /proc/PID/comm
- *     is NAME;
+ *     PATH (the same inode, or PATH deleted by an upgrade, in our mount
+ *     namespace), /proc/PID/comm is NAME;
  *  4. the pidfd still names a live process: so /proc/PID, read in 2 and
  *     3, was that process's all along;
  *
