@@ -77,8 +77,7 @@ signalled() {
 	"$PIDLOCK" --stop --retry KILL/5 "$@" "$file" 2> err
 	rc=$?
 	[ $rc -eq 0 ] || fail "$what: exit $rc, not 0: $(cat err)"
-	# (the braces: the shell's "Killed" notice goes nowhere)
-	{ wait "$VICTIM"; } 2>/dev/null
+	wait "$VICTIM"
 	rc=$?
 	[ $rc -eq 137 ] || fail "$what: the process exited $rc, not by SIGKILL: $(cat err)"
 	pass "$what: signalled, gone"
