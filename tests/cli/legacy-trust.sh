@@ -86,16 +86,21 @@ signalled() {
 expect 64 "--legacy-trust-file without --legacy-exec or --legacy-name" -- \
 	"$PIDLOCK" --stop --legacy-trust-file x.pid
 
+OTHER_NAME="$(id -nu $OTHER) (uid $OTHER)"
+
 # --- a directory of nobody's, the file nobody wrote ---------------------------
 mkdir theirs && chown $OTHER theirs || fail "cannot give theirs/ away"
 victim
 pidfile_by_other theirs/daemon.pid
 refused "nobody's directory, --legacy-name sleep" \
-	"the directory $TR/theirs belongs to" theirs/daemon.pid --legacy-name sleep
-grep -qF "(uid $OTHER)" err || fail "the user is not named: $(cat err)"
+	"the directory $TR/theirs belongs to $OTHER_NAME, so $OTHER_NAME could have put any pid in the pidfile" \
+	theirs/daemon.pid --legacy-name sleep
 grep -qF -- "--legacy-trust-file" err || fail "no way forward named: $(cat err)"
+pass "the refusal names --legacy-trust-file"
+victim
+pidfile_by_other theirs/daemon.pid
 refused "nobody's directory, --legacy-exec $SLEEP" \
-	"the directory $TR/theirs belongs to" "$TR/theirs/daemon.pid" \
+	"the directory $TR/theirs belongs to $OTHER_NAME" "$TR/theirs/daemon.pid" \
 	--legacy-exec "$SLEEP"
 signalled "nobody's directory, with --legacy-trust-file" theirs/daemon.pid \
 	--legacy-name sleep --legacy-trust-file
@@ -106,20 +111,24 @@ mkdir theirs/sub
 victim
 echo "$VICTIM" > theirs/sub/daemon.pid
 refused "root's file and directory inside nobody's directory" \
-	"the directory $TR/theirs belongs to" theirs/sub/daemon.pid --legacy-name sleep
+	"the directory $TR/theirs belongs to $OTHER_NAME" theirs/sub/daemon.pid \
+	--legacy-name sleep
 kill -KILL "$VICTIM"
 wait "$VICTIM" 2>/dev/null
 
 # --- a file of nobody's, in root's directory that nobody cannot write ---------
 mkdir ours
-victim
 : > ours/daemon.pid && chown $OTHER ours/daemon.pid || fail "cannot give the file away"
+victim
 pidfile_by_other ours/daemon.pid
 refused "nobody's file, --legacy-name sleep" \
-	"the file $TR/ours/daemon.pid belongs to" ours/daemon.pid --legacy-name sleep
-grep -qF "(uid $OTHER)" err || fail "the user is not named: $(cat err)"
+	"the file $TR/ours/daemon.pid belongs to $OTHER_NAME" ours/daemon.pid \
+	--legacy-name sleep
+victim
+pidfile_by_other ours/daemon.pid
 refused "nobody's file, --legacy-exec $SLEEP" \
-	"the file $TR/ours/daemon.pid belongs to" ours/daemon.pid --legacy-exec "$SLEEP"
+	"the file $TR/ours/daemon.pid belongs to $OTHER_NAME" ours/daemon.pid \
+	--legacy-exec "$SLEEP"
 signalled "nobody's file, with --legacy-trust-file" ours/daemon.pid \
 	--legacy-exec "$SLEEP" --legacy-trust-file
 
@@ -143,10 +152,12 @@ signalled "through root's symlink to root's directory" ours-link/daemon.pid \
 # --- the file's own modes, and the directory's ---------------------------------
 victim
 echo "$VICTIM" > ours/daemon.pid && chmod 0664 ours/daemon.pid
-refused "a group-writable file" "is writable by its group" ours/daemon.pid \
+refused "a group-writable file" \
+	"the file $TR/ours/daemon.pid is writable by its group" ours/daemon.pid \
 	--legacy-name sleep
 chmod 0644 ours/daemon.pid
 mkdir open && chmod 0777 open
+victim
 echo "$VICTIM" > open/daemon.pid
 refused "root's file in a world-writable directory without the sticky bit" \
 	"the directory $TR/open is writable by everyone and has no sticky bit" \
@@ -154,9 +165,12 @@ refused "root's file in a world-writable directory without the sticky bit" \
 # the sticky bit: nobody can replace root's file there (as in /tmp) ...
 chmod 1777 open
 ln -s . open/here && chown -h $OTHER open/here || fail "cannot give a link away"
+victim
+echo "$VICTIM" > open/daemon.pid
 # ... but nobody's own symlink there is theirs to replace
 refused "through nobody's symlink in a sticky directory" \
-	"the symlink $TR/open/here belongs to" open/here/daemon.pid --legacy-name sleep
+	"the symlink $TR/open/here belongs to $OTHER_NAME" open/here/daemon.pid \
+	--legacy-name sleep
 signalled "root's file in a sticky world-writable directory" open/daemon.pid \
 	--legacy-name sleep
 
@@ -181,8 +195,10 @@ signalled "a deleted executable in this mount namespace" ours/daemon.pid \
 # In another mount namespace, another program ran under that name (on a
 # tmpfs of its own there, which this namespace never sees) and was
 # deleted: its /proc/PID/exe reads just the same.
-mkdir ns
-if unshare -m --propagation private true 2>/dev/null; then
+# ns_victim: VICTIM runs $TR/ns/exampled in a mount namespace of its
+# own, from a tmpfs there, and the file is deleted; ours/ns.pid names it.
+ns_victim() {
+	rm -f ours/ns.pid
 	unshare -m --propagation private sh -c '
 		mount -t tmpfs tmpfs "$1" && cp "$2" "$1/exampled" || exit 1
 		"$1/exampled" 300 &
@@ -193,11 +209,17 @@ if unshare -m --propagation private true 2>/dev/null; then
 	VICTIM=$(cat ours/ns.pid)
 	track "$VICTIM"
 	wait_until sh -c "readlink /proc/$VICTIM/exe | grep -qx '$TR/ns/exampled (deleted)'"
+}
+mkdir ns
+if unshare -m --propagation private true 2>/dev/null; then
+	ns_victim
 	[ ! -e ns/exampled ] || fail "the other namespace's tmpfs is seen here"
 	refused "a deleted executable in another mount namespace" \
 		"in another mount namespace" ours/ns.pid --legacy-exec "$TR/ns/exampled"
+	kill -KILL "$VICTIM"
 	# a file of that name here, another program: not its inode either
 	cp "$SLEEP" ns/exampled
+	ns_victim
 	refused "... with another file at that path here" \
 		"in another mount namespace" ours/ns.pid --legacy-exec "$TR/ns/exampled"
 	kill -KILL "$VICTIM"
@@ -219,6 +241,10 @@ if [ -r /lib/lsb/init-functions ]; then
 	grep -qF "the directory $TR/theirs belongs to" out ||
 		fail "daemon.init stop: no reason given: $(cat out)"
 	pass "doc/examples/daemon.init stop signals nothing through a forged pidfile"
+	kill -KILL "$VICTIM"
+	wait "$VICTIM" 2>/dev/null
+	victim daemon-bin "$TR/daemon-bin" 300
+	pidfile_by_other theirs/forged.pid
 else
 	echo "# no /lib/lsb/init-functions: daemon.init is not run"
 fi
