@@ -234,7 +234,6 @@ static int step(struct walk *w, int *dirfd, const char *name, char *link,
 {
 	char full[PATH_MAX + NAME_MAX + 2];
 	struct stat st;
-	ssize_t n;
 	int r, fd;
 
 	if (strcmp(name, ".") == 0)
@@ -247,6 +246,8 @@ static int step(struct walk *w, int *dirfd, const char *name, char *link,
 		return r;
 	entry_path(w, name, full, sizeof(full));
 	if (S_ISLNK(st.st_mode)) {
+		ssize_t n;
+
 		r = check_entry(w, &st, "the symlink", full);
 		n = r ? 0 : readlinkat(fd, "", link, size - 1);
 		r = r ? r : n < 0 ? -errno : 2;
@@ -340,7 +341,7 @@ int pidfile_untrusted(const char *path, pid_t pid, char *why, size_t size)
 {
 	struct walk w = { .caller = geteuid(), .owner = process_owner(pid),
 			  .why = why, .size = size };
-	char todo[2 * PATH_MAX], link[PATH_MAX], name[NAME_MAX + 1];
+	char todo[2 * PATH_MAX], link[PATH_MAX] = "", name[NAME_MAX + 1];
 	const char *p = todo;
 	int dirfd = -1, links = 0;
 	int r = absolute(path, todo, sizeof(todo));
@@ -348,19 +349,18 @@ int pidfile_untrusted(const char *path, pid_t pid, char *why, size_t size)
 	if (r == 0)
 		r = enter_root(&w, &dirfd);
 	while (r == 0) {
-		r = next_name(&p, name, sizeof(name));
-		if (r == 1) {
-			r = check_file(&w, dirfd, name);
+		int last = next_name(&p, name, sizeof(name));
+
+		if (last != 0) {
+			r = last < 0 ? last : check_file(&w, dirfd, name);
 			break;
 		}
-		if (r == 0)
-			r = step(&w, &dirfd, name, link, sizeof(link));
-		if (r == 2 && ++links > LINKS_MAX)
-			r = -ELOOP;
-		else if (r == 2) {
-			r = follow_link(&w, &dirfd, link, p, todo, sizeof(todo));
-			p = todo;
-		}
+		r = step(&w, &dirfd, name, link, sizeof(link));
+		if (r != 2)
+			continue;
+		r = ++links > LINKS_MAX ? -ELOOP :
+		    follow_link(&w, &dirfd, link, p, todo, sizeof(todo));
+		p = todo;
 	}
 	move_fd(&dirfd, -1);
 	return r;
