@@ -102,7 +102,7 @@ static bool trusted(const struct walk *w, uid_t uid)
 	       (w->owner != NO_UID && uid == w->owner);
 }
 
-/* Untrusted: "WHAT, so WHO could have written the pidfile". */
+/* Untrusted: "WHAT, so WHO could have put any pid in the pidfile". */
 static int untrusted(struct walk *w, const char *what, const char *who)
 {
 	text_set(w->why, w->size, "%s, so %s could have put any pid in "
@@ -145,7 +145,7 @@ static int check_entry(struct walk *w, const struct stat *st,
 	return 0;
 }
 
-/* Close *fd, which is now fd. */
+/* *to is fd from now on; the descriptor it held, closed. */
 static void move_fd(int *to, int fd)
 {
 	if (*to >= 0)
