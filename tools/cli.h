@@ -3,7 +3,7 @@
  * pidlock(1): what the files of the tool share.  One file a mode, and
  * the calls between files go one way only, never in a circle:
  * main -> options, run, status, list, remove, fd, control; control ->
- * legacy; remove, fd ->
+ * legacy -> legacy-trust; remove, fd ->
  * run (taking the lock); run -> slots (taking one of N slots); run, list
  * -> status (describing a holder, JSON); options -> control (signal
  * names); all -> util;
@@ -82,6 +82,8 @@ struct opts {
 				 * last goes back to; -1: the schedule ends */
 	const char *legacy_exec;	/* --legacy-exec PATH (legacy.c) */
 	const char *legacy_name;	/* --legacy-name NAME */
+	bool legacy_trust_file;	/* --legacy-trust-file: whoever could
+				 * have written the pidfile */
 };
 
 /* options.c: 0 run with *o; 1 done (--help, --version); -code: exit. */
@@ -116,6 +118,10 @@ const char *signal_abbrev(int sig);
 /* legacy.c: a pidfile holder with no kernel lock, --legacy-exec or
  * --legacy-name; -1 when the file is none (the kernel-lock path runs). */
 int legacy_control(const struct opts *o);
+/* legacy-trust.c: could a user other than root, the caller and the
+ * process's own user have written the pidfile at path (or replaced it)?
+ * 0 no; 1 yes, said in why; -errno. */
+int pidfile_untrusted(const char *path, pid_t pid, char *why, size_t size);
 void say_holders_gone(const char *path, const pid_t *pids, unsigned int n);
 
 /* list.c */

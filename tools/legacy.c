@@ -12,9 +12,12 @@
  *     the file is held by a pidfile holder (PIDLOCK_STATE_HELD_PIDFILE),
  *     the pid is still the one opened, and so the process is alive and
  *     started before the file was last written;
+ *  2b. who could have written the file (legacy-trust.c): nobody but
+ *     root, the caller and the process's own user, unless
+ *     --legacy-trust-file; else anyone who can write it aims our signal;
  *  3. its identity, as start-stop-daemon(8) checks it: /proc/PID/exe is
- *     PATH (the same inode, or PATH deleted by an upgrade), /proc/PID/comm
- *     is NAME;
+ *     PATH (the same inode, or PATH deleted by an upgrade, in our mount
+ *     namespace), /proc/PID/comm is NAME;
  *  4. the pidfd still names a live process: so /proc/PID, read in 2 and
  *     3, was that process's all along;
  *
@@ -111,16 +114,49 @@ static int refuse(const struct legacy *l, const char *why)
 	return EXIT_UNPROVEN;
 }
 
+/* Is pid in this process's mount namespace?  1, 0, -errno. */
+static int same_mounts(pid_t pid)
+{
+	char path[64];
+	struct stat ours, its;
+
+	text_set(path, sizeof(path), "/proc/%ld/ns/mnt", (long)pid);
+	if (stat("/proc/self/ns/mnt", &ours) < 0 || stat(path, &its) < 0)
+		return -errno;
+	return ours.st_dev == its.st_dev && ours.st_ino == its.st_ino;
+}
+
+/* Does `seen` (a /proc/PID/exe) name `exec`, or its real path, marked
+ * deleted? */
+static bool deleted_exec(const char *seen, const char *exec)
+{
+	char real[PATH_MAX], with[PATH_MAX + 16];
+
+	text_set(with, sizeof(with), "%s%s", exec, DELETED_SUFFIX);
+	if (strcmp(seen, with) == 0)
+		return true;
+	if (!realpath(exec, real))
+		return false;
+	text_set(with, sizeof(with), "%s%s", real, DELETED_SUFFIX);
+	return strcmp(seen, with) == 0;
+}
+
 /*
  * Does pid run `exec`?  Its /proc/PID/exe is the same inode, or, once
  * an upgrade has replaced the file, the name `exec` (or its real path)
- * marked deleted.  1 yes, 0 no (*seen: what it runs), -errno unknown.
+ * marked deleted.  A name is only a name in the mount namespace that
+ * resolves it: in another, a program of its own may have run from that
+ * path and been deleted, so there only the inode counts.  1 yes, 0 no
+ * (*seen: what it runs), RUNS_ELSEWHERE (deleted, in another mount
+ * namespace), -errno unknown.
  */
+#define RUNS_ELSEWHERE 2
 static int runs_exec(pid_t pid, const char *exec, char *seen, size_t size)
 {
-	char link[64], real[PATH_MAX], with[PATH_MAX + 16];
+	char link[64];
 	struct stat want, got;
 	ssize_t n;
+	int r;
 
 	text_set(link, sizeof(link), "/proc/%ld/exe", (long)pid);
 	if (stat(link, &got) == 0 && stat(exec, &want) == 0 &&
@@ -130,13 +166,10 @@ static int runs_exec(pid_t pid, const char *exec, char *seen, size_t size)
 	if (n < 0)
 		return -errno;
 	seen[n] = '\0';
-	text_set(with, sizeof(with), "%s%s", exec, DELETED_SUFFIX);
-	if (strcmp(seen, with) == 0)
-		return 1;
-	if (!realpath(exec, real))
+	if (!deleted_exec(seen, exec))
 		return 0;
-	text_set(with, sizeof(with), "%s%s", real, DELETED_SUFFIX);
-	return strcmp(seen, with) == 0;
+	r = same_mounts(pid);
+	return r == 0 ? RUNS_ELSEWHERE : r;
 }
 
 /* Is pid's command name (/proc/PID/comm) `name`?  1, 0 (*seen), -errno. */
@@ -161,7 +194,7 @@ static int has_name(pid_t pid, const char *name, char *seen, size_t size)
 /* Step 3: --legacy-exec and --legacy-name.  0, or the exit status. */
 static int check_identity(const struct opts *o, const struct legacy *l)
 {
-	char seen[PATH_MAX], why[PATH_MAX + 128];
+	char seen[PATH_MAX], why[2 * PATH_MAX + 256];
 	int r;
 
 	if (o->legacy_exec) {
@@ -174,6 +207,13 @@ static int check_identity(const struct opts *o, const struct legacy *l)
 			 o->legacy_exec);
 		if (r == 0)
 			return refuse(l, why);
+		text_set(why, sizeof(why), "it runs %s in another mount "
+			 "namespace than yours, where that name may have been "
+			 "another program; a deleted executable is taken for "
+			 "%s only in your own mount namespace", seen,
+			 o->legacy_exec);
+		if (r == RUNS_ELSEWHERE)
+			return refuse(l, why);
 	}
 	if (o->legacy_name) {
 		r = has_name(l->pid, o->legacy_name, seen, sizeof(seen));
@@ -185,6 +225,28 @@ static int check_identity(const struct opts *o, const struct legacy *l)
 			return refuse(l, why);
 	}
 	return 0;
+}
+
+/* Step 2b: who could have written the pid (legacy-trust.c), unless
+ * --legacy-trust-file.  0, or the exit status. */
+static int check_writers(const struct opts *o, const struct legacy *l)
+{
+	char why[2 * PATH_MAX + 256], text[sizeof(why) + 256];
+	int r;
+
+	if (o->legacy_trust_file)
+		return 0;
+	r = pidfile_untrusted(l->path, l->pid, why, sizeof(why));
+	if (r < 0)
+		text_set(why, sizeof(why), "who could have written the pidfile "
+			 "cannot be told: %s", strerror(-r));
+	if (r == 0)
+		return 0;
+	text_set(text, sizeof(text), "%s; only a pidfile that no user but "
+		 "root, you and the process's own user can write or "
+		 "replace aims a signal (--legacy-trust-file: trust it all "
+		 "the same)", why);
+	return refuse(l, text);
 }
 
 /*
@@ -205,6 +267,9 @@ static int check_holder(const struct opts *o, const struct legacy *l)
 		return refuse(l, "the file changed, or no longer reads as its "
 			      "writer's, while it was checked");
 	}
+	r = check_writers(o, l);
+	if (r)
+		return r;
 	r = check_identity(o, l);
 	if (r)
 		return r;

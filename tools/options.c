@@ -44,6 +44,7 @@ enum {
 	OPT_WAIT_FREE,
 	OPT_LEGACY_EXEC,
 	OPT_LEGACY_NAME,
+	OPT_LEGACY_TRUST_FILE,
 };
 
 /* Modes an option is allowed in, as bits. */
@@ -142,7 +143,10 @@ struct optdef {
 "     --legacy-exec PATH       with --signal, --stop: also a legacy daemon's\n" \
 "                              pidfile (a pid, no kernel lock) whose process\n" \
 "                              runs PATH and started before the file was\n" \
-"                              written; --legacy-name NAME: is called NAME\n" \
+"                              written; --legacy-name NAME: is called NAME;\n" \
+"                              never if a user other than root, you or the\n" \
+"                              process's user could have written the pidfile\n" \
+"     --legacy-trust-file      with these: trust the pidfile all the same\n" \
 "     --wait-free LOCKFILE     wait until nobody holds it, without taking it\n" \
 "                              (-w SECONDS: at most that long)\n" \
 "     --slots N                with these: every slot, LOCKFILE.0 to .N-1\n" \
@@ -485,6 +489,8 @@ static const struct optdef options[] = {
 	     set_legacy_exec, M_SIGNAL | M_STOP),
 	CALL("legacy-name", OPT_LEGACY_NAME, required_argument,
 	     set_legacy_name, M_SIGNAL | M_STOP),
+	BOOL("legacy-trust-file", OPT_LEGACY_TRUST_FILE, legacy_trust_file,
+	     M_SIGNAL | M_STOP),
 	CALL("fd", OPT_FD, required_argument, set_fd, M_FD),
 	CALL("command", 'c', required_argument, set_command, M_RUN | M_FD),
 };
@@ -605,6 +611,10 @@ static int check_combinations(const struct opts *o, const struct parser *p)
 		return usage_error("%s", "--slots and --legacy-exec or "
 				   "--legacy-name exclude each other: a slot is "
 				   "never a legacy pidfile");
+	if (o->legacy_trust_file && !o->legacy_exec && !o->legacy_name)
+		return usage_error("%s", "--legacy-trust-file needs --legacy-exec "
+				   "or --legacy-name: it trusts a legacy "
+				   "pidfile that they check");
 	if (o->retry && o->timeout_set)
 		return usage_error("%s", "-w and --retry exclude each other: the "
 				   "schedule says how long each step waits");
