@@ -157,6 +157,21 @@ static void handle_urg(void)
 		die("sigaction");
 }
 
+/* A SIGURG test's start on a young empty file at path: SIGURG counted
+ * from now, an opener that breaks every lease on the file; its pid, and
+ * in *end the time the test's SIGURG_SECONDS are over. */
+static pid_t sigurg_start(const char *path, int64_t *end)
+{
+	pid_t op;
+
+	young_empty(path, 50);
+	handle_urg();
+	urgs = 0;
+	op = opener(path);
+	*end = now_ms() + SIGURG_SECONDS * 1000;
+	return op;
+}
+
 static int sigurg_inspect(void)
 {
 	char path[128];
@@ -166,11 +181,7 @@ static int sigurg_inspect(void)
 	pid_t op;
 
 	snprintf(path, sizeof(path), "%s/inspect.lock", dir);
-	young_empty(path, 50);
-	handle_urg();
-	urgs = 0;
-	op = opener(path);
-	end = now_ms() + SIGURG_SECONDS * 1000;
+	op = sigurg_start(path, &end);
 	while (now_ms() < end) {
 		if (calls % 50 == 0)
 			young_empty(path, 50);	/* young again */
@@ -197,11 +208,7 @@ static int sigurg_acquire(void)
 	snprintf(path, sizeof(path), "%s/acquire.lock", dir);
 	if (pidlock_new(&l, path, 0) < 0)
 		die("pidlock_new");
-	young_empty(path, 50);
-	handle_urg();
-	urgs = 0;
-	op = opener(path);
-	end = now_ms() + SIGURG_SECONDS * 1000;
+	op = sigurg_start(path, &end);
 	while (now_ms() < end) {
 		int r;
 

@@ -1157,8 +1157,7 @@ TU_LOCK_TEST(opener_keeps_file, PIDLOCK_KEEP_IF_USED)
 
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ino = tu_ino(p);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
+	fd = tu_open(p, O_RDONLY);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_msg(tu_exists(p) && tu_ino(p) == ino,
 		      "unlinked while another description had it open");

@@ -168,6 +168,14 @@ void tu_write(const char *path, const char *content)
 	ck_assert_int_eq(fclose(f), 0);
 }
 
+int tu_open(const char *path, int oflags)
+{
+	int fd = open(path, oflags | O_CLOEXEC, 0644);
+
+	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+	return fd;
+}
+
 const char *tu_read(const char *path)
 {
 	static char buf[65536];
@@ -348,6 +356,16 @@ void tu_kill(struct tu_child *c)
 {
 	kill(c->pid, SIGKILL);
 	ck_assert_int_eq(tu_join(c), 128 + SIGKILL);
+}
+
+int tu_forked_release(struct pidlock *l)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(pidlock_release(l) == 0 ? 0 : 3);
+	return tu_reap(pid);
 }
 
 /* The holder's side of tu_hold(): the handle is the parent's copy. */

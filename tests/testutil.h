@@ -45,6 +45,9 @@ int tu_count_inotify(void);
 const char *tu_peer(const char *var);
 const char *tu_flock_bin(void);
 void tu_write(const char *path, const char *content);
+/* open(2) of path with oflags | O_CLOEXEC (0644 where it creates), which
+ * must succeed: a descriptor of our own beside the library's. */
+int tu_open(const char *path, int oflags);
 /* Whole file as a NUL-terminated string; "" if missing.  Static buffer. */
 const char *tu_read(const char *path);
 bool tu_exists(const char *path);
@@ -87,6 +90,9 @@ int tu_join(struct tu_child *c);		/* exit status, or 128+sig */
 void tu_kill(struct tu_child *c);		/* SIGKILL and reap */
 /* waitpid() for a plain child: exit status, or 128+sig. */
 int tu_reap(pid_t pid);
+/* A fork(2) whose child lets go of its copy of l (pidlock_release())
+ * and exits 0 if that returned 0: the child's status (tu_reap()). */
+int tu_forked_release(struct pidlock *l);
 
 /* In a forked child a failed Check assertion would not reach the
  * runner: say what failed and exit 3, which the parent's join sees. */
@@ -246,22 +252,25 @@ const char *tu_pidns(void);
 const char *tu_host_lines(void);
 
 /*
- * A test on the path tu_path("a.lock") with a handle on it made with
- * `flags`, the start and end most protocol tests share: the body that
- * follows gets both as p and l, and the handle is freed after it.
+ * A test on the path tu_path("a.lock") with a handle on it made by
+ * make(path, flags) (tu_new(), or a suite's own maker that sets more on
+ * the handle), the start and end most protocol tests share: the body
+ * that follows gets both as p and l, and the handle is freed after it.
  */
-#define TU_LOCK_TEST(name, flags)					\
+#define TU_LOCK_TEST_MADE(name, make, flags)				\
 	static void name##_body(char *p, struct pidlock *l);		\
 	START_TEST(name)						\
 	{								\
 		char *lock_path = tu_path("a.lock");			\
-		struct pidlock *lock = tu_new(lock_path, (flags));	\
+		struct pidlock *lock = make(lock_path, (flags));	\
 									\
 		name##_body(lock_path, lock);				\
 		pidlock_free(lock);					\
 	}								\
 	END_TEST							\
 	static void name##_body(char *p, struct pidlock *l)
+/* TU_LOCK_TEST_MADE with tu_new(). */
+#define TU_LOCK_TEST(name, flags) TU_LOCK_TEST_MADE(name, tu_new, flags)
 
 /* Tells a tu_hold() child to release, checks that it did, and that l
  * then takes the lock at once. */
