@@ -464,6 +464,16 @@ bool tu_wait_in_poll(pid_t pid)
 	return false;
 }
 
+void tu_wait_free_sleeps(const char *path, int ms, long cpu_bound)
+{
+	long cpu0 = tu_cpu_ms(), cpu;
+
+	ck_assert_int_eq(pidlock_wait_free(path, ms), -ETIMEDOUT);
+	cpu = tu_cpu_ms() - cpu0;
+	ck_assert_msg(cpu < cpu_bound, "a %d ms pidlock_wait_free() on a "
+		      "held lock burnt %ld ms CPU", ms, cpu);
+}
+
 int tu_sh(const char *fmt, ...)
 {
 	char cmd[4096];

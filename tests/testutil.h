@@ -123,6 +123,10 @@ void tu_flock1_hold(struct tu_child *c, const char *path, bool shared);
  * not test). */
 bool tu_wait_in_poll(pid_t pid);
 
+/* pidlock_wait_free(path, ms) on a lock that stays held: -ETIMEDOUT,
+ * and a wait that slept, under cpu_bound ms of our CPU. */
+void tu_wait_free_sleeps(const char *path, int ms, long cpu_bound);
+
 /* A child that makes and removes another name beside the lock, every
  * 20 ms for a second (events a wait must sleep through); its pid, to
  * tu_reap(), which gives 0. */
