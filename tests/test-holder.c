@@ -153,6 +153,20 @@ START_TEST(record_pid_must_hold)
 }
 END_TEST
 
+/* In a child that holds the lock: a forked worker, which shares the
+ * lock's descriptor and waits until killed; its pid. */
+static pid_t idle_worker(void)
+{
+	pid_t w = fork();
+
+	TU_CHILD_CHECK(w >= 0);
+	if (w == 0) {
+		pause();
+		_exit(0);
+	}
+	return w;
+}
+
 /* Forked workers share the holder's descriptor: the one the record
  * names is the holder. */
 static int worker_fn(struct tu_child *c, void *arg)
@@ -161,12 +175,7 @@ static int worker_fn(struct tu_child *c, void *arg)
 	pid_t worker;
 
 	TU_CHILD_CHECK(pidlock_acquire(l, -1) == 0);
-	worker = fork();
-	TU_CHILD_CHECK(worker >= 0);
-	if (worker == 0) {
-		pause();
-		_exit(0);
-	}
+	worker = idle_worker();
 	tu_signal(c, 'L');
 	(void)tu_wait_parent(c);
 	(void)kill(worker, SIGKILL);
@@ -214,12 +223,7 @@ START_TEST(worker_left_holding_found)
 
 		TU_CHILD_CHECK(pidlock_new(&l, p, 0) == 0);
 		TU_CHILD_CHECK(pidlock_acquire(l, -1) == 0);
-		w = fork();
-		TU_CHILD_CHECK(w >= 0);
-		if (w == 0) {
-			pause();
-			_exit(0);
-		}
+		w = idle_worker();
 		TU_CHILD_CHECK(write(pfd[1], &w, sizeof(w)) == sizeof(w));
 		_exit(0);	/* the worker keeps the descriptor */
 	}

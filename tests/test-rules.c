@@ -618,17 +618,13 @@ END_TEST
  * switches, as /proc shows them. */
 static long voluntary_switches(pid_t pid)
 {
-	char path[64], line[256];
+	char path[64];
 	long n = -1;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
-			break;
-	fclose(f);
+	ck_assert_int_eq(sscanf(tu_status_value(path,
+						"voluntary_ctxt_switches"),
+				"%ld", &n), 1);
 	ck_assert_int_ge(n, 0);
 	return n;
 }

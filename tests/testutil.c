@@ -464,6 +464,24 @@ bool tu_wait_in_poll(pid_t pid)
 	return false;
 }
 
+const char *tu_status_value(const char *path, const char *name)
+{
+	static char line[256];
+	size_t len = strlen(name);
+	FILE *f = fopen(path, "re");
+
+	ck_assert_msg(f, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, name, len) == 0 && line[len] == ':') {
+			fclose(f);
+			return line + len + 1 + strspn(line + len + 1, " \t");
+		}
+	}
+	fclose(f);
+	ck_abort_msg("%s: no %s line", path, name);
+	return "";
+}
+
 void tu_wait_free_sleeps(const char *path, int ms, long cpu_bound)
 {
 	long cpu0 = tu_cpu_ms(), cpu;

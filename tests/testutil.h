@@ -136,6 +136,11 @@ pid_t tu_churn_names(void);
  * /proc/locks), of process pid, or of anybody if pid is 0. */
 int tu_queued(unsigned long long ino, pid_t pid);
 
+/* The value of the "name:" line of a /proc status file at path (white
+ * space before it skipped), in a static buffer; a missing line fails
+ * the test. */
+const char *tu_status_value(const char *path, const char *name);
+
 /* Run a shell command; returns its exit status. */
 int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
