@@ -103,9 +103,7 @@ TU_LOCK_TEST(lock_fd_names_pid, 0)
 	tu_tell(&c, 'G');
 	tu_msleep(200);
 	ck_assert_int_eq(pidlock_unlock_fd(l, fd), 0);
-	ck_assert_int_eq(tu_wait_signal(&c), 'L');
-	tu_tell(&c, 'x');
-	ck_assert_int_eq(tu_join(&c), 0);
+	tu_waiter_took(&c);
 	close(fd);
 }
 

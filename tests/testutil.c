@@ -609,6 +609,13 @@ void tu_waiter(struct tu_child *c, const char *path, unsigned int flags)
 	ck_assert_int_eq(tu_wait_signal(c), 'W');
 }
 
+void tu_waiter_took(struct tu_child *c)
+{
+	ck_assert_int_eq(tu_wait_signal(c), 'L');
+	tu_tell(c, 'x');
+	ck_assert_int_eq(tu_join(c), 0);
+}
+
 static int exit_holding_fn(struct tu_child *c, void *arg)
 {
 	const struct hold_arg *h = arg;

@@ -236,6 +236,9 @@ void tu_run_cases(const char *suite, const char *tcase, int timeout,
  * Exit 0; 10 + errno if the acquire failed, 3 if what it held was not
  * the file at the path. */
 void tu_waiter(struct tu_child *c, const char *path, unsigned int flags);
+/* The tu_waiter() c holds now: it says 'L'; then it is let go and exits
+ * 0. */
+void tu_waiter_took(struct tu_child *c);
 
 /* A child that takes the lock with `flags` and exits without releasing
  * (as an exec'd command ends); returns once it has been reaped. */
