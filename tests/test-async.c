@@ -33,6 +33,10 @@ static struct pidlock *patient(const char *path, unsigned int flags)
 	return l;
 }
 
+/* A test on tu_path("a.lock") with a patient handle on it, p and l in
+ * its body (TU_LOCK_TEST). */
+#define ASYNC_TEST(name) TU_LOCK_TEST_MADE(name, patient, 0)
+
 /* Busy: a descriptor to poll and the poll bound come back. */
 static int busy_fd(struct pidlock *l)
 {
@@ -110,10 +114,8 @@ END_TEST
  * busy, has exited when the poll begins, and the poll bound (20 s) is
  * far beyond the 5 s the event may take to be seen.
  */
-START_TEST(async_flock1_holder)
+ASYNC_TEST(async_flock1_holder)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = patient(p, 0);
 	struct pollfd pfd = { .events = POLLIN };
 	struct tu_child c;
 	int fd = -1, ms = -1;
@@ -127,15 +129,11 @@ START_TEST(async_flock1_holder)
 	ck_assert_msg(poll(&pfd, 1, 5000) == 1, "not woken by flock(1)'s exit");
 	ck_assert_int_eq(pidlock_acquire_async(l, &fd, &ms), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 /* with-lock-ex holds the file: the loop wakes when it lets go. */
-START_TEST(async_with_lock_ex_holder)
+ASYNC_TEST(async_with_lock_ex_holder)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = patient(p, 0);
 	long t0 = tu_ms();
 
 	ck_assert_int_eq(tu_sh("'%s' -w '%s' sleep 0.5 &",
@@ -147,16 +145,12 @@ START_TEST(async_with_lock_ex_holder)
 	ck_assert_int_ge(loop_until_held(l, 10000), 1);
 	ck_assert_msg(tu_ms() - t0 < 5000, "not woken by with-lock-ex's exit");
 	ck_assert_int_eq(pidlock_release(l), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 /* A POSIX fcntl(2) write lock of another process (which holds no flock):
  * the loop wakes when that process closes the file. */
-START_TEST(async_posix_holder)
+ASYNC_TEST(async_posix_holder)
 {
-	char *p = tu_path("a.lock");
-	struct pidlock *l = patient(p, 0);
 	struct tu_child c;
 	long t0;
 
@@ -171,15 +165,11 @@ START_TEST(async_posix_holder)
 	ck_assert_int_eq(tu_join(&c), 0);
 	wait(NULL);
 	ck_assert_int_eq(pidlock_release(l), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 /* A spec-only holder (no kernel lock): its file's removal wakes it. */
-START_TEST(async_spec_holder_removed)
+ASYNC_TEST(async_spec_holder_removed)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = patient(p, 0);
 	pid_t rm;
 	long t0;
 
@@ -196,9 +186,7 @@ START_TEST(async_spec_holder_removed)
 	ck_assert_msg(tu_ms() - t0 < 5000, "not woken by the removal");
 	ck_assert_int_eq(tu_reap(rm), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 /* Nothing happens to the lock: the loop sleeps, whatever it does with
  * the descriptor (a level-triggered poll), for a kernel holder, and for
@@ -261,10 +249,8 @@ END_TEST
  * holder's file, and the hold is later taken on that descriptor: its
  * release must still let go for every process that shares it, or a
  * blocked waiter sleeps until the forked child exits. */
-START_TEST(async_fork_during_wait)
+ASYNC_TEST(async_fork_during_wait)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = patient(p, 0);
 	struct tu_child h, q;
 	pid_t worker;
 	long t0;
@@ -293,18 +279,14 @@ START_TEST(async_fork_during_wait)
 	ck_assert_int_eq(tu_join(&q), 0);
 	kill(worker, SIGKILL);
 	ck_assert_int_eq(tu_reap(worker), 128 + SIGKILL);
-	pidlock_free(l);
 }
-END_TEST
 
 /* A child of a fork during the wait frees its copy of the handle (a
  * pre-fork server's worker that does not want the lock): the parent's
  * wait must still wake on the release, though the two share the inotify
  * instance whose watches the child's copy names. */
-START_TEST(async_child_free_keeps_parent_wait)
+ASYNC_TEST(async_child_free_keeps_parent_wait)
 {
-	const char *p = tu_path("a.lock");
-	struct pidlock *l = patient(p, 0);
 	struct tu_child h;
 	pid_t worker;
 	long t0;
@@ -326,9 +308,7 @@ START_TEST(async_child_free_keeps_parent_wait)
 	ck_assert_int_eq(tu_join(&h), 0);
 	wait(NULL);
 	ck_assert_int_eq(pidlock_release(l), 0);
-	pidlock_free(l);
 }
-END_TEST
 
 /* What the two processes of a fork during a wait did, in a page they
  * share: how many held at once (now, and at most), and how many holds

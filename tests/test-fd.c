@@ -77,6 +77,14 @@ static void fd_holder(struct tu_child *c, const char *path)
 	ck_assert_int_eq(tu_wait_signal(c), 'L');
 }
 
+/* An fd_holder() child holds path; then our own descriptor of the file,
+ * another open file description that it keeps out. */
+static int ours_beside_fd_holder(struct tu_child *c, const char *path)
+{
+	fd_holder(c, path);
+	return open_rw(path);
+}
+
 /* The record names the pid given (the shell), and the file is kept. */
 TU_LOCK_TEST(lock_fd_names_pid, 0)
 {
@@ -95,9 +103,7 @@ TU_LOCK_TEST(lock_fd_names_pid, 0)
 	tu_tell(&c, 'G');
 	tu_msleep(200);
 	ck_assert_int_eq(pidlock_unlock_fd(l, fd), 0);
-	ck_assert_int_eq(tu_wait_signal(&c), 'L');
-	tu_tell(&c, 'x');
-	ck_assert_int_eq(tu_join(&c), 0);
+	tu_waiter_took(&c);
 	close(fd);
 }
 
@@ -217,10 +223,8 @@ TU_LOCK_TEST(lock_fd_excludes_acquire, 0)
 TU_LOCK_TEST(lock_fd_timed_waits, 0)
 {
 	struct tu_child c;
-	int fd;
+	int fd = ours_beside_fd_holder(&c, p);
 
-	fd_holder(&c, p);
-	fd = open_rw(p);
 	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 300), -ETIMEDOUT);
 	tu_tell_later(&c, 200, 'U');
 	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 10000), 0);
@@ -236,10 +240,8 @@ TU_LOCK_TEST(lock_fd_timed_waits, 0)
 TU_LOCK_TEST(lock_fd_sigkill_frees, 0)
 {
 	struct tu_child c;
-	int fd;
+	int fd = ours_beside_fd_holder(&c, p);
 
-	fd_holder(&c, p);
-	fd = open_rw(p);
 	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), -EWOULDBLOCK);
 	tu_kill(&c);
 	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), 0);
@@ -247,20 +249,30 @@ TU_LOCK_TEST(lock_fd_sigkill_frees, 0)
 	close(fd);
 }
 
-/* A spec-only holder (rule B) keeps a descriptor out; its record stays. */
-TU_LOCK_TEST(lock_fd_spec_holder, 0)
+/* A live spec-only holder (rule B) writes its record at p; then a
+ * descriptor opened with oflags is kept out: its record stays, and the
+ * descriptor is left holding nothing. */
+static void spec_holder_keeps_out(struct pidlock *l, const char *p,
+				  int oflags)
 {
 	char *before;
 	int fd;
 
 	tu_write_spec(p, getppid(), 5, NULL);
 	before = strdup(tu_read(p));
-	fd = open_rw(p);
+	ck_assert_ptr_nonnull(before);
+	fd = tu_open(p, oflags);
 	ck_assert_int_eq(pidlock_lock_fd(l, fd, 0, 0), -EWOULDBLOCK);
 	ck_assert_str_eq(tu_read(p), before);
 	ck_assert(flock_free(fd));
 	free(before);
 	close(fd);
+}
+
+/* A spec-only holder (rule B) keeps a descriptor out; its record stays. */
+TU_LOCK_TEST(lock_fd_spec_holder, 0)
+{
+	spec_holder_keeps_out(l, p, O_RDWR | O_CREAT);
 }
 
 /* The inode check: a file removed or replaced is -ESTALE at once, even
@@ -448,7 +460,6 @@ TU_LOCK_TEST(lock_fd_write_only, 0)
  * read through the second open, and honoured. */
 TU_LOCK_TEST(lock_fd_append, 0)
 {
-	char *before;
 	int ap;
 
 	tu_write(p, "pid=4194304\ntimestamp=1\nlock=flock,ofd\nkeep=1\n"
@@ -463,16 +474,7 @@ TU_LOCK_TEST(lock_fd_append, 0)
 	ck_assert_int_eq(pidlock_unlock_fd(l, ap), 0);
 	ck_assert(strncmp(tu_read(p), RELEASED, strlen(RELEASED)) == 0);
 	close(ap);
-
-	tu_write_spec(p, getppid(), 5, NULL);
-	before = strdup(tu_read(p));
-	ap = open(p, O_WRONLY | O_APPEND | O_CLOEXEC);
-	ck_assert_int_ge(ap, 0);
-	ck_assert_int_eq(pidlock_lock_fd(l, ap, 0, 0), -EWOULDBLOCK);
-	ck_assert_str_eq(tu_read(p), before);
-	ck_assert(flock_free(ap));
-	free(before);
-	close(ap);
+	spec_holder_keeps_out(l, p, O_WRONLY | O_APPEND);
 }
 
 /* Descriptors that cannot hold the lock, and bad arguments. */

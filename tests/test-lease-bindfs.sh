@@ -10,12 +10,12 @@
 set -u
 
 top=$(pwd)
+. "$(dirname "$0")/harness.sh"
 ROUNDS=${LEASE_BINDFS_ROUNDS:-6}
 PROG="$top/tests/test-lease"
 [ -x "$top/tests/.libs/test-lease" ] && {
 	PROG="$top/tests/.libs/test-lease"
-	LD_LIBRARY_PATH="$top/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-	export LD_LIBRARY_PATH
+	use_built_lib
 }
 
 skip() { echo "test-lease-bindfs: SKIP: $*"; exit 77; }
@@ -37,13 +37,9 @@ finish() {
 			{ fusermount3 -u "$WORK/$m" 2>/dev/null ||
 			  umount -l "$WORK/$m"; }
 	done
-	rm -rf "$WORK"
-	exit "$rc"
+	finish_work "$rc"
 }
-trap finish EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+trap_finish
 
 for m in a b; do
 	bindfs "$WORK/src" "$WORK/$m" 2>"$WORK/$m.err" ||

@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "msclock.h"
 #include "pidlock.h"
 
 #define SIGURG_SECONDS 2L
@@ -62,22 +63,6 @@ static void on_urg(int sig)
 {
 	(void)sig;
 	urgs++;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void pause_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
 }
 
 __attribute__((noreturn)) static void die(const char *what)
@@ -157,6 +142,21 @@ static void handle_urg(void)
 		die("sigaction");
 }
 
+/* A SIGURG test's start on a young empty file at path: SIGURG counted
+ * from now, an opener that breaks every lease on the file; its pid, and
+ * in *end the time the test's SIGURG_SECONDS are over. */
+static pid_t sigurg_start(const char *path, int64_t *end)
+{
+	pid_t op;
+
+	young_empty(path, 50);
+	handle_urg();
+	urgs = 0;
+	op = opener(path);
+	*end = now_ms() + SIGURG_SECONDS * 1000;
+	return op;
+}
+
 static int sigurg_inspect(void)
 {
 	char path[128];
@@ -166,11 +166,7 @@ static int sigurg_inspect(void)
 	pid_t op;
 
 	snprintf(path, sizeof(path), "%s/inspect.lock", dir);
-	young_empty(path, 50);
-	handle_urg();
-	urgs = 0;
-	op = opener(path);
-	end = now_ms() + SIGURG_SECONDS * 1000;
+	op = sigurg_start(path, &end);
 	while (now_ms() < end) {
 		if (calls % 50 == 0)
 			young_empty(path, 50);	/* young again */
@@ -197,11 +193,7 @@ static int sigurg_acquire(void)
 	snprintf(path, sizeof(path), "%s/acquire.lock", dir);
 	if (pidlock_new(&l, path, 0) < 0)
 		die("pidlock_new");
-	young_empty(path, 50);
-	handle_urg();
-	urgs = 0;
-	op = opener(path);
-	end = now_ms() + SIGURG_SECONDS * 1000;
+	op = sigurg_start(path, &end);
 	while (now_ms() < end) {
 		int r;
 
@@ -331,12 +323,12 @@ __attribute__((noreturn)) static void spec_writer(const char *b, int told)
 
 	if (fd < 0 || write(told, "c", 1) != 1)
 		_exit(2);
-	pause_ms(RACE_WRITE_MS);
+	sleep_ms(RACE_WRITE_MS);
 	snprintf(rec, sizeof(rec), "pid=%ld\ntimestamp=%lld\n",
 		 (long)getpid(), (long long)time(NULL));
 	if (write(fd, rec, strlen(rec)) != (ssize_t)strlen(rec) || close(fd))
 		_exit(2);
-	pause_ms(RACE_HOLD_MS);
+	sleep_ms(RACE_HOLD_MS);
 	_exit(0);
 }
 
@@ -377,7 +369,7 @@ static long race_round(struct pidlock *l, const char *b)
 				at = (long)(now_ms() - t0) + 1;
 			(void)pidlock_release(l);
 		}
-		pause_ms(RACE_TRY_MS);
+		sleep_ms(RACE_TRY_MS);
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return -1;
@@ -406,7 +398,7 @@ static int spec_race(const char *a, const char *b, int rounds,
 		}
 		/* The writer's file is gone; ours too, if we held. */
 		(void)unlink(b);
-		pause_ms(50);
+		sleep_ms(50);
 	}
 	pidlock_free(l);
 	printf("%s spec-race: %d rounds, %d held during a spec-only "

@@ -553,16 +553,8 @@ TU_LOCK_TEST(inode_check_after_unlink, PIDLOCK_NO_SYNC)
  * child's release or a daemonizing parent's close leaves the file. */
 TU_LOCK_TEST(fork_release_pid_check, 0)
 {
-	pid_t child;
-	int st;
-
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	child = fork();
-	ck_assert_int_ge(child, 0);
-	if (child == 0)
-		_exit(pidlock_release(l) == 0 ? 0 : 1);
-	ck_assert_int_eq(waitpid(child, &st, 0), child);
-	ck_assert_int_eq(WEXITSTATUS(st), 0);
+	ck_assert_int_eq(tu_forked_release(l), 0);
 	ck_assert(tu_exists(p));
 	ck_assert_int_eq(pidlock_verify(l), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
@@ -636,8 +628,7 @@ TU_LOCK_TEST(refresh_in_place, 0)
 
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ino = tu_ino(p);
-	fd = open(p, O_WRONLY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
+	fd = tu_open(p, O_WRONLY);
 	ck_assert_int_eq(pwrite(fd, "pid=1\ntimestamp=1\n", 18, 0), 18);
 	close(fd);
 	ck_assert_int_eq(pidlock_refresh(l), 0);

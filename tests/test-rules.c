@@ -544,18 +544,32 @@ END_TEST
 /* How long each wait below lasts: it must time out. */
 #define SPIN_WAIT_MS 3000
 
+/* A waiting child's handle on path, polling every retry_ms; NULL where
+ * it cannot be made (the child then exits 2). */
+static struct pidlock *waiter_handle(const char *path, unsigned int retry_ms)
+{
+	struct pidlock *l;
+
+	if (pidlock_new(&l, path, 0) < 0)
+		return NULL;
+	if (pidlock_set_retry_interval(l, retry_ms) < 0) {
+		pidlock_free(l);
+		return NULL;
+	}
+	return l;
+}
+
 /* Waits SPIN_WAIT_MS on a.lock, polling every *retry_ms, and reports its
  * own CPU time in ms over that acquire, as 4 bytes on the pipe. */
 static int timed_waiter(struct tu_child *c, void *arg)
 {
 	const unsigned int *retry_ms = arg;
-	struct pidlock *l;
+	struct pidlock *l = waiter_handle(tu_path("a.lock"), *retry_ms);
 	int32_t cpu;
 	long before;
 	int r;
 
-	if (pidlock_new(&l, tu_path("a.lock"), 0) < 0 ||
-	    pidlock_set_retry_interval(l, *retry_ms) < 0)
+	if (!l)
 		return 2;
 	tu_signal(c, 'W');
 	before = tu_cpu_ms();
@@ -618,29 +632,24 @@ END_TEST
  * switches, as /proc shows them. */
 static long voluntary_switches(pid_t pid)
 {
-	char path[64], line[256];
+	char path[64];
 	long n = -1;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
-			break;
-	fclose(f);
+	ck_assert_int_eq(sscanf(tu_status_value(path,
+						"voluntary_ctxt_switches"),
+				"%ld", &n), 1);
 	ck_assert_int_ge(n, 0);
 	return n;
 }
 
 static int patient_waiter(struct tu_child *c, void *arg)
 {
-	struct pidlock *l;
+	/* No poll bound inside the test's time: only events wake it. */
+	struct pidlock *l = waiter_handle(arg, 20000);
 	int r;
 
-	/* No poll bound inside the test's time: only events wake it. */
-	if (pidlock_new(&l, arg, 0) < 0 ||
-	    pidlock_set_retry_interval(l, 20000) < 0)
+	if (!l)
 		return 2;
 	tu_signal(c, 'W');
 	r = pidlock_acquire(l, 30000);
@@ -709,11 +718,10 @@ END_TEST
 
 static int short_waiter(struct tu_child *c, void *arg)
 {
-	struct pidlock *l;
+	struct pidlock *l = waiter_handle(arg, 10);
 	int r;
 
-	if (pidlock_new(&l, arg, 0) < 0 ||
-	    pidlock_set_retry_interval(l, 10) < 0)
+	if (!l)
 		return 2;
 	r = pidlock_acquire(l, 500);
 	pidlock_free(l);
@@ -1157,8 +1165,7 @@ TU_LOCK_TEST(opener_keeps_file, PIDLOCK_KEEP_IF_USED)
 
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ino = tu_ino(p);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
+	fd = tu_open(p, O_RDONLY);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_msg(tu_exists(p) && tu_ino(p) == ino,
 		      "unlinked while another description had it open");

@@ -534,14 +534,8 @@ END_TEST
  */
 TU_LOCK_TEST(forked_child_leaves_shared_hold, SH)
 {
-	pid_t pid;
-
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0)
-		_exit(pidlock_release(l) == 0 ? 0 : 3);
-	ck_assert_int_eq(tu_reap(pid), 0);
+	ck_assert_int_eq(tu_forked_release(l), 0);
 	ck_assert_msg(pidlock_verify(l) == 0, "the child's release took the "
 		      "parent's file");
 	assert_try(p, 0, -EWOULDBLOCK, "a writer beside the parent");
@@ -983,9 +977,7 @@ START_TEST(blocking_reader_backs_off_from_ofd_writer)
 		      "writer's OFD lock");
 	tu_tell(&x, 'x');
 	ck_assert_int_eq(tu_join(&x), 0);
-	ck_assert_int_eq(tu_wait_signal(&r), 'L');
-	tu_tell(&r, 'x');
-	ck_assert_int_eq(tu_join(&r), 0);
+	tu_waiter_took(&r);
 }
 END_TEST
 

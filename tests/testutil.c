@@ -168,6 +168,14 @@ void tu_write(const char *path, const char *content)
 	ck_assert_int_eq(fclose(f), 0);
 }
 
+int tu_open(const char *path, int oflags)
+{
+	int fd = open(path, oflags | O_CLOEXEC, 0644);
+
+	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+	return fd;
+}
+
 const char *tu_read(const char *path)
 {
 	static char buf[65536];
@@ -350,6 +358,16 @@ void tu_kill(struct tu_child *c)
 	ck_assert_int_eq(tu_join(c), 128 + SIGKILL);
 }
 
+int tu_forked_release(struct pidlock *l)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(pidlock_release(l) == 0 ? 0 : 3);
+	return tu_reap(pid);
+}
+
 /* The holder's side of tu_hold(): the handle is the parent's copy. */
 static int hold_fn(struct tu_child *c, void *arg)
 {
@@ -444,6 +462,34 @@ bool tu_wait_in_poll(pid_t pid)
 	}
 	ck_abort_msg("process %d never slept in poll(2)", (int)pid);
 	return false;
+}
+
+const char *tu_status_value(const char *path, const char *name)
+{
+	static char line[256];
+	size_t len = strlen(name);
+	FILE *f = fopen(path, "re");
+
+	ck_assert_msg(f, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, name, len) == 0 && line[len] == ':') {
+			fclose(f);
+			return line + len + 1 + strspn(line + len + 1, " \t");
+		}
+	}
+	fclose(f);
+	ck_abort_msg("%s: no %s line", path, name);
+	return "";
+}
+
+void tu_wait_free_sleeps(const char *path, int ms, long cpu_bound)
+{
+	long cpu0 = tu_cpu_ms(), cpu;
+
+	ck_assert_int_eq(pidlock_wait_free(path, ms), -ETIMEDOUT);
+	cpu = tu_cpu_ms() - cpu0;
+	ck_assert_msg(cpu < cpu_bound, "a %d ms pidlock_wait_free() on a "
+		      "held lock burnt %ld ms CPU", ms, cpu);
 }
 
 int tu_sh(const char *fmt, ...)
@@ -561,6 +607,13 @@ void tu_waiter(struct tu_child *c, const char *path, unsigned int flags)
 
 	tu_spawn(c, waiter_fn, &w);
 	ck_assert_int_eq(tu_wait_signal(c), 'W');
+}
+
+void tu_waiter_took(struct tu_child *c)
+{
+	ck_assert_int_eq(tu_wait_signal(c), 'L');
+	tu_tell(c, 'x');
+	ck_assert_int_eq(tu_join(c), 0);
 }
 
 static int exit_holding_fn(struct tu_child *c, void *arg)

@@ -45,6 +45,9 @@ int tu_count_inotify(void);
 const char *tu_peer(const char *var);
 const char *tu_flock_bin(void);
 void tu_write(const char *path, const char *content);
+/* open(2) of path with oflags | O_CLOEXEC (0644 where it creates), which
+ * must succeed: a descriptor of our own beside the library's. */
+int tu_open(const char *path, int oflags);
 /* Whole file as a NUL-terminated string; "" if missing.  Static buffer. */
 const char *tu_read(const char *path);
 bool tu_exists(const char *path);
@@ -87,6 +90,9 @@ int tu_join(struct tu_child *c);		/* exit status, or 128+sig */
 void tu_kill(struct tu_child *c);		/* SIGKILL and reap */
 /* waitpid() for a plain child: exit status, or 128+sig. */
 int tu_reap(pid_t pid);
+/* A fork(2) whose child lets go of its copy of l (pidlock_release())
+ * and exits 0 if that returned 0: the child's status (tu_reap()). */
+int tu_forked_release(struct pidlock *l);
 
 /* In a forked child a failed Check assertion would not reach the
  * runner: say what failed and exit 3, which the parent's join sees. */
@@ -117,6 +123,10 @@ void tu_flock1_hold(struct tu_child *c, const char *path, bool shared);
  * not test). */
 bool tu_wait_in_poll(pid_t pid);
 
+/* pidlock_wait_free(path, ms) on a lock that stays held: -ETIMEDOUT,
+ * and a wait that slept, under cpu_bound ms of our CPU. */
+void tu_wait_free_sleeps(const char *path, int ms, long cpu_bound);
+
 /* A child that makes and removes another name beside the lock, every
  * 20 ms for a second (events a wait must sleep through); its pid, to
  * tu_reap(), which gives 0. */
@@ -125,6 +135,11 @@ pid_t tu_churn_names(void);
 /* Requests blocked in the kernel on inode ino ("N: -> ..." rows of
  * /proc/locks), of process pid, or of anybody if pid is 0. */
 int tu_queued(unsigned long long ino, pid_t pid);
+
+/* The value of the "name:" line of a /proc status file at path (white
+ * space before it skipped), in a static buffer; a missing line fails
+ * the test. */
+const char *tu_status_value(const char *path, const char *name);
 
 /* Run a shell command; returns its exit status. */
 int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -221,6 +236,9 @@ void tu_run_cases(const char *suite, const char *tcase, int timeout,
  * Exit 0; 10 + errno if the acquire failed, 3 if what it held was not
  * the file at the path. */
 void tu_waiter(struct tu_child *c, const char *path, unsigned int flags);
+/* The tu_waiter() c holds now: it says 'L'; then it is let go and exits
+ * 0. */
+void tu_waiter_took(struct tu_child *c);
 
 /* A child that takes the lock with `flags` and exits without releasing
  * (as an exec'd command ends); returns once it has been reaped. */
@@ -246,22 +264,25 @@ const char *tu_pidns(void);
 const char *tu_host_lines(void);
 
 /*
- * A test on the path tu_path("a.lock") with a handle on it made with
- * `flags`, the start and end most protocol tests share: the body that
- * follows gets both as p and l, and the handle is freed after it.
+ * A test on the path tu_path("a.lock") with a handle on it made by
+ * make(path, flags) (tu_new(), or a suite's own maker that sets more on
+ * the handle), the start and end most protocol tests share: the body
+ * that follows gets both as p and l, and the handle is freed after it.
  */
-#define TU_LOCK_TEST(name, flags)					\
+#define TU_LOCK_TEST_MADE(name, make, flags)				\
 	static void name##_body(char *p, struct pidlock *l);		\
 	START_TEST(name)						\
 	{								\
 		char *lock_path = tu_path("a.lock");			\
-		struct pidlock *lock = tu_new(lock_path, (flags));	\
+		struct pidlock *lock = make(lock_path, (flags));	\
 									\
 		name##_body(lock_path, lock);				\
 		pidlock_free(lock);					\
 	}								\
 	END_TEST							\
 	static void name##_body(char *p, struct pidlock *l)
+/* TU_LOCK_TEST_MADE with tu_new(). */
+#define TU_LOCK_TEST(name, flags) TU_LOCK_TEST_MADE(name, tu_new, flags)
 
 /* Tells a tu_hold() child to release, checks that it did, and that l
  * then takes the lock at once. */

@@ -328,6 +328,30 @@ static void say_free(const struct opts *o, int64_t start, const char *what)
 /* ---- the modes ------------------------------------------------------- */
 
 /*
+ * The start --signal and --stop share: the lock files named, a pidfile
+ * holder's path tried first, then every holder looked up.  The targets,
+ * with *code look_up_all()'s status; NULL when the command is over
+ * already, with its exit status in *code.
+ */
+static struct target *start_control(const struct opts *o, unsigned int *n,
+				    unsigned int *held, int *code)
+{
+	struct target *t = make_targets(o, n);
+
+	if (!t) {
+		*code = fail_path(o->files[0], ENOMEM);
+		return NULL;
+	}
+	*code = legacy_control(o);
+	if (*code >= 0) {
+		free_targets(t, *n);
+		return NULL;
+	}
+	*code = look_up_all(t, *n, held);
+	return t;
+}
+
+/*
  * --signal SIG: 0 sent to every holder; 1 free (or the holders had
  * exited by the time of the signal); EXIT_UNPROVEN, nothing sent; an
  * error's status.
@@ -335,17 +359,11 @@ static void say_free(const struct opts *o, int64_t start, const char *what)
 int cmd_signal(const struct opts *o)
 {
 	unsigned int n, held, sent = 0, gone = 0;
-	struct target *t = make_targets(o, &n);
 	int code;
+	struct target *t = start_control(o, &n, &held, &code);
 
 	if (!t)
-		return fail_path(o->files[0], ENOMEM);
-	code = legacy_control(o);
-	if (code >= 0) {
-		free_targets(t, n);
 		return code;
-	}
-	code = look_up_all(t, n, &held);
 	if (code == 0 && held)
 		code = signal_all(o, t, n, o->signal, &sent, &gone);
 	free_targets(t, n);
@@ -407,17 +425,11 @@ int cmd_stop(const struct opts *o)
 {
 	int64_t start = now_ms();
 	unsigned int n, held;
-	struct target *t = make_targets(o, &n);
 	int code;
+	struct target *t = start_control(o, &n, &held, &code);
 
 	if (!t)
-		return fail_path(o->files[0], ENOMEM);
-	code = legacy_control(o);
-	if (code >= 0) {
-		free_targets(t, n);
 		return code;
-	}
-	code = look_up_all(t, n, &held);
 	if (code == 0 && held == 0 && o->verbose)
 		warn_file(o->files[0], "already free; nothing was sent");
 	if (code == 0 && held) {

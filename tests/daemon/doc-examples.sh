@@ -10,21 +10,10 @@
 set -eu
 top=${srcdir:-.}
 daemon=$PWD/examples/daemon
-for tool in systemd-analyze start-stop-daemon; do
-	command -v "$tool" >/dev/null 2>&1 ||
-		{ echo "doc-examples: $tool is required (systemd, dpkg)" >&2; exit 99; }
-done
-[ -r /lib/lsb/init-functions ] ||
-	{ echo "doc-examples: /lib/lsb/init-functions is required" >&2; exit 99; }
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/pidlock-doc.XXXXXX")
-pidfile=$tmp/exampled.pid
-cleanup() {
-	left=$(head -n1 "$pidfile" 2>/dev/null || true)
-	[ -z "$left" ] || kill -9 "$left" 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/init-test.sh"
+init_test_needs doc-examples " (systemd, dpkg)" systemd-analyze \
+	start-stop-daemon
+init_test_tmp doc
 umask 022
 fail() { echo "not ok - $*" >&2; exit 1; }
 

@@ -12,23 +12,9 @@ top=${srcdir:-.}
 daemon=$PWD/examples/daemon
 pidlock=$PWD/tools/pidlock
 rounds=${ROUNDS:-10}
-for tool in start-stop-daemon python3; do
-	command -v "$tool" >/dev/null 2>&1 ||
-		{ echo "restart-loop: $tool is required" >&2; exit 99; }
-done
-[ -r /lib/lsb/init-functions ] ||
-	{ echo "restart-loop: /lib/lsb/init-functions is required" >&2; exit 99; }
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/pidlock-restart.XXXXXX")
-pidfile=$tmp/exampled.pid
-innocent=
-cleanup() {
-	left=$(head -n1 "$pidfile" 2>/dev/null || true)
-	[ -z "$left" ] || kill -9 "$left" 2>/dev/null || true
-	[ -z "$innocent" ] || kill -9 "$innocent" 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/init-test.sh"
+init_test_needs restart-loop "" start-stop-daemon python3
+init_test_tmp restart
 umask 022
 fail() { echo "not ok - $*" >&2; [ -f "$tmp/journal" ] && cat "$tmp/journal" >&2; exit 1; }
 init() { DAEMON=$daemon PIDFILE=$pidfile PIDLOCK=$pidlock sh "$top/doc/examples/daemon.init" "$@"; }

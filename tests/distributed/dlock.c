@@ -57,6 +57,8 @@
 
 #include <pidlock.h>
 
+#include "../msclock.h"
+
 /* A waiter that is stuck this long is an error, not a wait. */
 #define STUCK_MS 20000
 /* The kill parts' waiter: a hang guard only.  A dead client's locks are
@@ -70,22 +72,6 @@
 #define ERR_SLOTS 134	/* errno values counted by name, 0 .. 133 */
 
 static int usage(void);
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 
 static const char *err_name(int e)
 {

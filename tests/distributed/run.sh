@@ -27,6 +27,7 @@ MIX_SECONDS=${DIST_MIX_SECONDS:-10}
 HOLD_MS=${DIST_HOLD_MS:-50}
 
 die() { echo "distributed: $*" >&2; exit 99; }
+. "$here/../harness.sh"
 
 DLOCK="$top/tests/distributed/dlock"
 [ -x "$DLOCK" ] || die "$DLOCK is not built (make tests/distributed/dlock)"
@@ -40,8 +41,7 @@ if [ -x "$top/tools/.libs/pidlock" ]; then
 		DLOCK="$top/tests/distributed/.libs/dlock"
 	[ -x "$top/tests/.libs/test-lease" ] &&
 		LEASE="$top/tests/.libs/test-lease"
-	LD_LIBRARY_PATH="$top/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-	export LD_LIBRARY_PATH
+	use_built_lib
 else
 	PIDLOCK="$top/tools/pidlock"
 fi
@@ -57,17 +57,9 @@ finish() {
 		cp "$VOLDIR"/log/* "$WORK/logs/" 2>/dev/null
 		sh "$here/gluster-down.sh" "$VOLDIR"
 	fi
-	if [ -n "${DIST_KEEP:-}" ]; then
-		mkdir -p "$DIST_KEEP" && cp -r "$WORK/logs" "$DIST_KEEP/" ||
-			echo "distributed: could not keep the logs" >&2
-	fi
-	rm -rf "$WORK"
-	exit "$rc"
+	finish_work "$rc" "${DIST_KEEP:-}" "$WORK/logs" distributed
 }
-trap finish EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+trap_finish
 
 want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
@@ -102,43 +94,22 @@ part() {	# name command...: run one part, note a failure
 }
 with_rc() { "$@"; echo $? >"$WORK/rc"; }
 
-# pidlock(1), one participant: take the lock, and inside it claim a
-# marker with mkdir on the local scratch directory.
-cli_worker() {	# lock marker stop out
-	turns=0 doubles=0 errors=0
-	while [ ! -e "$3" ]; do
-		"$PIDLOCK" -w 20 "$1" \
-			sh -c 'mkdir "$1" 2>/dev/null || exit 99
-			       sleep 0.05
-			       rmdir "$1" || exit 99' sh "$2" 2>>"$4.err"
-		case $? in
-		0)	turns=$((turns + 1)) ;;
-		99)	doubles=$((doubles + 1)) ;;
-		*)	errors=$((errors + 1)) ;;
-		esac
-	done
-	echo "$turns $doubles $errors" >"$4"
-}
-
+# pidlock(1) participants (harness.sh's mix_worker), two per mount,
+# their markers on the local scratch directory.
 climix() {
 	m="$WORK/climix"
 	mkdir -p "$m" "$A/climix" || return 1
 	for w in a1 a2 b1 b2; do
 		case $w in a*) d=$A ;; *) d=$B ;; esac
-		cli_worker "$d/climix/mix.lock" "$WORK/local/cli-held" \
-			"$m/stop" "$m/$w" &
+		mix_worker "$d/climix/mix.lock" "$WORK/local/cli-held" \
+			"$m/stop" "$m/$w" 0.05 &
 	done
 	sleep "$MIX_SECONDS"
 	: >"$m/stop"
 	wait
-	T=0 D=0 E=0
-	for w in a1 a2 b1 b2; do
-		read -r t d e <"$m/$w" || { E=$((E + 1)); continue; }
-		T=$((T + t)) D=$((D + d)) E=$((E + e))
-	done
+	mix_tally "$m/a1" "$m/a2" "$m/b1" "$m/b2"
 	echo "climix: 4 x pidlock(1), 2 per mount, ${MIX_SECONDS} s, 50 ms holds: $T turns, $D double holds, $E errors"
-	cat "$m"/*.err 2>/dev/null | sed 's/[0-9][0-9]*/N/g' | sort | uniq -c |
-		sort -rn | head -5
+	mix_errors "$m"/*.err
 	[ "$D" -eq 0 ] && [ "$E" -eq 0 ] && [ "$T" -gt 0 ]
 }
 

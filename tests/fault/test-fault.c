@@ -381,6 +381,15 @@ static int guard_take(const char *p)
 
 static struct tu_child guard_holder;
 
+/* The end of a holder forked with tu_fork(&h): says 'L', and holds
+ * until it is killed. */
+static void __attribute__((noreturn)) hold_until_killed(struct tu_child *h)
+{
+	tu_signal(h, 'L');
+	pause();
+	_exit(0);
+}
+
 /* In the in-place create's window (file made, not yet locked): one
  * fslock-guard peer takes the new file, uses it and releases it as that
  * protocol does (unlink, then close); a second one then creates the
@@ -402,9 +411,7 @@ static void guard_cycles_in_window(const char *p)
 		do
 			fd = guard_take(p);
 		while (fd < 0);
-		tu_signal(&guard_holder, 'L');
-		pause();
-		_exit(0);
+		hold_until_killed(&guard_holder);
 	}
 	ck_assert_int_eq(tu_wait_signal(&guard_holder), 'L');
 }
@@ -459,9 +466,7 @@ static void ofd_takes_in_window(const char *p)
 		if (pidlock_new(&l, p, PIDLOCK_OFD_ONLY) < 0 ||
 		    pidlock_set_grace(l, 0) < 0 || pidlock_acquire(l, 0) < 0)
 			_exit(5);
-		tu_signal(&ofd_holder, 'L');
-		pause();
-		_exit(0);
+		hold_until_killed(&ofd_holder);
 	}
 	ck_assert_int_eq(tu_wait_signal(&ofd_holder), 'L');
 }
@@ -1039,9 +1044,7 @@ START_TEST(waiting_reader_gives_way_after_the_fact)
 		      "(it said %c)", said);
 	tu_tell(&r1, 'R');
 	ck_assert_int_eq(tu_join(&r1), 0);
-	ck_assert_int_eq(tu_wait_signal(&w), 'L');
-	tu_tell(&w, 'x');
-	ck_assert_int_eq(tu_join(&w), 0);
+	tu_waiter_took(&w);
 }
 END_TEST
 

@@ -48,6 +48,7 @@ TORTURE_SHORT="short-flock short-fcntl short-spec short-alone short-keepfile
  short-unsafe-flock short-unsafe-rename"
 
 die() { echo "fs: $*" >&2; exit 99; }
+. "$here/../harness.sh"
 
 # mkfs.*, losetup and modprobe live in sbin, which a CI shell may lack.
 PATH="$PATH:/usr/sbin:/sbin"
@@ -57,8 +58,7 @@ PATH="$PATH:/usr/sbin:/sbin"
 # The mix calls pidlock hundreds of times: skip the libtool wrapper.
 if [ -x "$top/tools/.libs/pidlock" ]; then
 	PIDLOCK="$top/tools/.libs/pidlock"
-	LD_LIBRARY_PATH="$top/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-	export LD_LIBRARY_PATH
+	use_built_lib
 else
 	PIDLOCK="$top/tools/pidlock"
 fi
@@ -97,17 +97,9 @@ finish() {
 	rc=$?
 	trap - EXIT INT TERM HUP
 	run_cleanup
-	if [ -n "${FS_KEEP_LOGS:-}" ]; then
-		mkdir -p "$FS_KEEP_LOGS" && cp -r "$WORK/logs" "$FS_KEEP_LOGS/" ||
-			echo "fs: could not keep the logs" >&2
-	fi
-	rm -rf "$WORK"
-	exit "$rc"
+	finish_work "$rc" "${FS_KEEP_LOGS:-}" "$WORK/logs" fs
 }
-trap finish EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+trap_finish
 
 # --- set-ups: each prints the directory to test, or fails with a reason ---
 need_root() {
@@ -311,47 +303,25 @@ run_torture() {
 	TESTS_FAILED="$TESTS_FAILED$failed"
 }
 
-# One mix participant: take the lock, and inside it claim a marker with
-# mkdir (atomic, on the scratch file system, not the one under test).
-# A claim that finds the marker there means two holders at once.
-mix_worker() {	# id lock marker stop out
-	turns=0 doubles=0 errors=0
-	while [ ! -e "$4" ]; do
-		"$PIDLOCK" -w 20 -E 75 "$2" \
-			sh -c 'mkdir "$1" 2>/dev/null || exit 99
-			       sleep 0.002
-			       rmdir "$1" || exit 99' sh "$3" 2>>"$5.err"
-		case $? in
-		0)	turns=$((turns + 1)) ;;
-		99)	doubles=$((doubles + 1)) ;;
-		*)	errors=$((errors + 1)) ;;
-		esac
-	done
-	echo "$turns $doubles $errors" >"$5"
-}
-
+# The mix: MIX_PROCS pidlock(1) participants (harness.sh's mix_worker),
+# their marker on the scratch file system.
 run_mix() {	# name dir
 	m="$WORK/mix-$1"
 	mkdir -p "$m" || return 1
 	rm -f "$m/stop"
 	i=1
 	while [ "$i" -le "$MIX_PROCS" ]; do
-		mix_worker "$i" "$2/mix.lock" "$m/held" "$m/stop" "$m/w$i" &
+		mix_worker "$2/mix.lock" "$m/held" "$m/stop" "$m/w$i" 0.002 \
+			-E 75 &
 		i=$((i + 1))
 	done
 	sleep "$MIX_SECONDS"
 	: >"$m/stop"
 	wait
-	T=0 D=0 E=0
-	for f in "$m"/w[0-9]*; do
-		case $f in *.err) continue ;; esac
-		read -r t d e <"$f" || { E=$((E + 1)); continue; }
-		T=$((T + t)) D=$((D + d)) E=$((E + e))
-	done
+	mix_tally "$m"/w[0-9]*
 	MIX="$T $D $E"
 	echo "  mix: $MIX_PROCS x pidlock(1), ${MIX_SECONDS}s: $T turns, $D double holds, $E errors"
-	cat "$m"/w*.err 2>/dev/null | sed 's/[0-9][0-9]*/N/g' | sort | uniq -c |
-		sort -rn | head -5 | sed 's/^/    /'
+	mix_errors "$m"/w*.err | sed 's/^/    /'
 	cat "$m"/w*.err >"$WORK/logs/$1.mix.err" 2>/dev/null
 }
 
