@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -72,8 +73,13 @@ static const char *stall_bin(void)
 	return bin && bin[0] && access(bin, X_OK) == 0 ? bin : NULL;
 }
 
-/* Mounts fuse-stall and opens its file as the caller's unrelated
- * descriptor.  false (said why) where this machine cannot. */
+/*
+ * Mounts fuse-stall and opens its file as the caller's unrelated
+ * descriptor.  false (said why) where this machine cannot.  The mount
+ * is made in a mount namespace of this test's own, private: whatever
+ * ends the test (a failed check, Check's timeout), the mount goes with
+ * the namespace's last process, the daemon, which dies with the test.
+ */
 static bool stall_start(struct stall *s)
 {
 	const char *bin = stall_bin();
@@ -83,6 +89,12 @@ static bool stall_start(struct stall *s)
 	if (!bin || access("/dev/fuse", R_OK | W_OK) != 0) {
 		fprintf(stderr, "not tested: %s\n", bin ? "no /dev/fuse" :
 		       "no fuse-stall (libfuse3-dev) built");
+		return false;
+	}
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		fprintf(stderr, "not tested: no mount namespace of our own: "
+			"%s\n", strerror(errno));
 		return false;
 	}
 	s->mnt = tu_path("mnt");
@@ -137,7 +149,7 @@ START_TEST(fuse_timed_acquire)
 	struct tu_child reader;
 	struct pidlock *l;
 	long t0, ms;
-	int r;
+	int r, flushes;
 
 	if (!stall_start(&s))
 		return;
@@ -146,10 +158,11 @@ START_TEST(fuse_timed_acquire)
 	t0 = tu_ms();
 	r = pidlock_acquire(l, TIMED_MS);
 	ms = tu_ms() - t0;
-	fprintf(stderr, "fuse_timed_acquire: %d after %ld ms, %d FLUSH\n", r, ms,
-	       stall_flushes());
-	ck_assert_int_eq(stall_flushes(), 0);
+	flushes = stall_flushes();
 	stall_end(&s);
+	fprintf(stderr, "fuse_timed_acquire: %d after %ld ms, %d FLUSH\n", r,
+		ms, flushes);
+	ck_assert_int_eq(flushes, 0);
 	ck_assert_int_eq(r, -ETIMEDOUT);
 	ck_assert_msg(ms < TIMED_BOUND_MS,
 		      "a %d ms acquire took %ld ms beside a FUSE file",
@@ -165,7 +178,7 @@ START_TEST(fuse_keep_release)
 	struct stall s;
 	struct pidlock *l;
 	long t0, ms;
-	int r;
+	int r, flushes;
 
 	if (!stall_start(&s))
 		return;
@@ -174,10 +187,11 @@ START_TEST(fuse_keep_release)
 	t0 = tu_ms();
 	r = pidlock_release(l);
 	ms = tu_ms() - t0;
-	fprintf(stderr, "fuse_keep_release: %d after %ld ms, %d FLUSH\n", r, ms,
-	       stall_flushes());
-	ck_assert_int_eq(stall_flushes(), 0);
+	flushes = stall_flushes();
 	stall_end(&s);
+	fprintf(stderr, "fuse_keep_release: %d after %ld ms, %d FLUSH\n", r,
+		ms, flushes);
+	ck_assert_int_eq(flushes, 0);
 	ck_assert_int_eq(r, 0);
 	ck_assert_msg(ms < RELEASE_BOUND_MS,
 		      "a KEEP_IF_USED release took %ld ms beside a FUSE file",
