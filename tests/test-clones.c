@@ -29,6 +29,7 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -255,6 +256,22 @@ static bool pids_mount(char *root, size_t size, bool *v2)
 	return found;
 }
 
+/* The cgroups of earlier runs that a failed check left (it ends the
+ * test before its clean-up): each is removed once its tasks are gone,
+ * and rmdir(2) refuses one still in use. */
+static void cg_sweep(const char *root)
+{
+	DIR *d = opendir(root);
+	const struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (strncmp(de->d_name, "pidlock-test-", 13) == 0)
+			(void)unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+	(void)closedir(d);
+}
+
 static bool cg_make(struct cg *cg)
 {
 	char root[PATH_MAX], ctl[PATH_MAX + 32];
@@ -262,6 +279,7 @@ static bool cg_make(struct cg *cg)
 
 	if (!pids_mount(root, sizeof(root), &v2))
 		return false;
+	cg_sweep(root);
 	if (v2) {
 		snprintf(ctl, sizeof(ctl), "%s/cgroup.subtree_control", root);
 		(void)write_text(ctl, "+pids");
