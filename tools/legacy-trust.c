@@ -50,27 +50,29 @@ struct walk {
 	size_t size;
 };
 
-/* "nobody (uid 65534)" */
+/* "nobody (uid 65534)", "staff (gid 50)": name is NULL when the
+ * database has none. */
+static void id_text(const char *name, const char *kind, unsigned int id,
+		    char *buf, size_t size)
+{
+	if (name)
+		text_set(buf, size, "%s (%s %u)", name, kind, id);
+	else
+		text_set(buf, size, "%s %u", kind, id);
+}
+
 static void user_text(uid_t uid, char *buf, size_t size)
 {
 	const struct passwd *pw = getpwuid(uid);
 
-	if (pw)
-		text_set(buf, size, "%s (uid %u)", pw->pw_name,
-			 (unsigned int)uid);
-	else
-		text_set(buf, size, "uid %u", (unsigned int)uid);
+	id_text(pw ? pw->pw_name : NULL, "uid", (unsigned int)uid, buf, size);
 }
 
 static void group_text(gid_t gid, char *buf, size_t size)
 {
 	const struct group *gr = getgrgid(gid);
 
-	if (gr)
-		text_set(buf, size, "%s (gid %u)", gr->gr_name,
-			 (unsigned int)gid);
-	else
-		text_set(buf, size, "gid %u", (unsigned int)gid);
+	id_text(gr ? gr->gr_name : NULL, "gid", (unsigned int)gid, buf, size);
 }
 
 /* The user that pid runs as: all four uids of /proc/PID/status one

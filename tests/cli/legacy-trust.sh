@@ -11,11 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 99
 
-if [ "$(id -u)" -ne 0 ] || [ -n "${FAKEROOTKEY:-}" ]; then
-	echo "SKIP: needs root to act as a second user" >&2
-	exit 77
-fi
-command -v setpriv >/dev/null || fail "setpriv (util-linux) is not installed"
+need_second_user
 OTHER=65534	# nobody
 chmod 0755 "$T"
 # The path as the kernel resolves it: the one the messages name.

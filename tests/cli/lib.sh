@@ -161,3 +161,14 @@ bg_peer() {
 	LAST=$!
 	track "$LAST"
 }
+
+# A test that acts as a second user (nobody) and gives files away: root
+# (not fakeroot) and setpriv(1), or it is skipped (77).
+need_second_user() {
+	if [ "$(id -u)" -ne 0 ] || [ -n "${FAKEROOTKEY:-}" ]; then
+		echo "SKIP: needs root to act as a second user" >&2
+		exit 77
+	fi
+	command -v setpriv >/dev/null ||
+		fail "setpriv (util-linux) is not installed"
+}
