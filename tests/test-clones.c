@@ -403,6 +403,18 @@ static bool run_limited(enum limit how, const char *name, limited_fn fn,
 	return true;
 }
 
+/* A refused_* test: child under the limit _i names, parent beside it. */
+#define REFUSED_TEST(name, file, child, parent)				\
+	START_TEST(name)						\
+	{								\
+		int status = 0;						\
+									\
+		if (run_limited((enum limit)_i, file, child, parent,	\
+				&status))				\
+			ck_assert_int_eq(status, 0);			\
+	}								\
+	END_TEST
+
 /* refused_release: the child holds, says 'L', releases when told 'G'
  * and says whether the file stayed. */
 static int release_child(struct tu_child *c, const char *path)
@@ -444,15 +456,7 @@ static void release_parent(struct tu_child *c, const char *path)
 	ck_assert_int_eq(close(fd), 0);
 }
 
-START_TEST(refused_release)
-{
-	int status = 0;
-
-	if (run_limited((enum limit)_i, "r.lock", release_child,
-			release_parent, &status))
-		ck_assert_int_eq(status, 0);
-}
-END_TEST
+REFUSED_TEST(refused_release, "r.lock", release_child, release_parent)
 
 /* refused_grace: a young empty file, open in the parent as a spec-only
  * writer's between its O_EXCL create and its write. */
@@ -488,15 +492,7 @@ static void grace_parent(struct tu_child *c, const char *path)
 	ck_assert_int_eq(close(fd), 0);
 }
 
-START_TEST(refused_grace)
-{
-	int status = 0;
-
-	if (run_limited((enum limit)_i, "g.lock", grace_child, grace_parent,
-			&status))
-		ck_assert_int_eq(status, 0);
-}
-END_TEST
+REFUSED_TEST(refused_grace, "g.lock", grace_child, grace_parent)
 
 /* refused_timed_writer: the parent's reader holds; the child waits as a
  * timed writer, and gets the lock once the reader has let go. */
@@ -531,15 +527,7 @@ static void writer_parent(struct tu_child *c, const char *path)
 	ck_assert_int_eq(tu_wait_signal(c), 0);
 }
 
-START_TEST(refused_timed_writer)
-{
-	int status = 0;
-
-	if (run_limited((enum limit)_i, "w.lock", writer_child,
-			writer_parent, &status))
-		ck_assert_int_eq(status, 0);
-}
-END_TEST
+REFUSED_TEST(refused_timed_writer, "w.lock", writer_child, writer_parent)
 
 int main(void)
 {
