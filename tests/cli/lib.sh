@@ -81,6 +81,8 @@ SH_WAIT_FOR='wait_for() {
 		sleep 0.05
 	done
 }'
+# The same in the test's own subshells: ( ...; wait_for FILE; ... ) &
+eval "$SH_WAIT_FOR"
 
 # Remember a background process for cleanup.
 track() {
