@@ -172,15 +172,13 @@ START_TEST(busy_try_creates_nothing)
 {
 	struct holder_arg a = { .n = 4, .timeout_ms = 0 };
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	const char *flock = getenv("FLOCK");
 	struct pidlock_slots *s = new_slots(4, 0);
-	struct tu_child c[2];
+	struct tu_child c[2], f;
 	int ifd;
 
-	ck_assert_msg(flock && flock[0], "flock(1) not found at configure time");
 	tu_write_spec(slot_file(2), getpid(), 0, NULL);
-	ck_assert_int_eq(tu_sh("'%s' -n '%s' sleep 3 &", flock, slot_file(3)), 0);
-	tu_msleep(200);
+	/* flock(1) holds slot 3 from here until told. */
+	tu_flock1_hold(&f, slot_file(3), false);
 	for (int i = 0; i < 2; i++)
 		ck_assert_int_lt(hold(&c[i], &a), 2);
 	ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
@@ -193,6 +191,8 @@ START_TEST(busy_try_creates_nothing)
 	close(ifd);
 	for (int i = 0; i < 2; i++)
 		let_go(&c[i]);
+	tu_tell(&f, '\n');
+	ck_assert_int_eq(tu_join(&f), 0);
 	pidlock_slots_free(s);
 }
 END_TEST
@@ -524,20 +524,22 @@ END_TEST
  * those slots busy, and the try changes neither file. */
 START_TEST(spec_peer_and_flock1_respected)
 {
-	const char *flock = getenv("FLOCK");
 	struct pidlock_slots *s = new_slots(2, 0);
+	struct tu_child f;
 	char *before;
 
-	ck_assert_msg(flock && flock[0], "flock(1) not found at configure time");
 	tu_write_spec(slot_file(0), getpid(), 0, NULL);
-	ck_assert_int_eq(tu_sh("'%s' -n '%s' sleep 2 &", flock, slot_file(1)), 0);
-	tu_msleep(200);
+	/* flock(1) holds slot 1 from here until told. */
+	tu_flock1_hold(&f, slot_file(1), false);
 	before = tu_snapshot(tu_dir());
 	ck_assert_int_eq(pidlock_slots_acquire(s, 0), -EWOULDBLOCK);
 	ck_assert_int_eq(pidlock_slots_acquire(s, 300), -ETIMEDOUT);
 	tu_assert_unchanged(tu_dir(), before, "a try of spec and flock(1) slots");
-	/* flock(1) ends (its file stays, empty): that slot is ours. */
+	/* flock(1) ends (its file stays, empty), told to while we wait:
+	 * that slot is ours. */
+	tu_tell_later(&f, 300, '\n');
 	ck_assert_int_eq(pidlock_slots_acquire(s, 10000), 1);
+	ck_assert_int_eq(tu_join(&f), 0);
 	ck_assert_str_eq(tu_read(slot_file(0)), tu_read(slot_file(0)));
 	pidlock_slots_free(s);
 }
