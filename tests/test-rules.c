@@ -1014,13 +1014,56 @@ TU_LOCK_TEST(keep_rule, 0)
 	ck_assert_msg(!tu_exists(p), "a pidfile we took over is kept");
 }
 
+/* Whether /proc/locks shows somebody blocked on ino ("-> " rows). */
+static bool waiter_listed(ino_t ino)
+{
+	char line[256], want[32];
+	bool found = false;
+	FILE *f = fopen("/proc/locks", "re");
+
+	ck_assert_ptr_nonnull(f);
+	snprintf(want, sizeof(want), ":%llu ", (unsigned long long)ino);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "-> ") && strstr(line, want);
+	fclose(f);
+	return found;
+}
+
+static void wait_for_waiter(ino_t ino)
+{
+	long t0 = tu_ms();
+
+	/* A bound for a sync, not a promise: generous, for a loaded
+	 * machine. */
+	while (!waiter_listed(ino)) {
+		ck_assert_msg(tu_ms() - t0 < 30000, "nobody blocked on the lock");
+		usleep(5 * 1000);
+	}
+}
+
+/* flock(1) on the path, blocking; once it holds, its command makes
+ * PATH.got and holds until told: until PATH.got.go exists (flock1_go()),
+ * however slow the machine, or a minute has gone by (exit 3), so that a
+ * broken test still ends. */
 static int flock1_runner(struct tu_child *c, void *arg)
 {
 	(void)c;
-	return tu_sh("'%s' '%s' sh -c ': > \"$0\"; sleep 1' '%s.got'",
+	return tu_sh("'%s' '%s' sh -c ': > \"$0\"; i=0; "
+		     "while [ ! -e \"$0.go\" ]; do i=$((i + 1)); "
+		     "[ $i -le 1200 ] || exit 3; sleep 0.05; done' '%s.got'",
 		     tu_flock_bin(), (const char *)arg, (const char *)arg);
 }
 
+static void flock1_go(const char *got)
+{
+	char go[PATH_MAX];
+	int n = snprintf(go, sizeof(go), "%s.go", got);
+
+	ck_assert(n > 0 && (size_t)n < sizeof(go));
+	tu_write(go, "");
+}
+
+/* A bound for a sync, not a promise: generous, for a loaded machine. */
 static bool appears_within(const char *path, int ms)
 {
 	for (long t0 = tu_ms(); tu_ms() - t0 < ms; usleep(10 * 1000))
@@ -1044,43 +1087,19 @@ START_TEST(flock1_waiter_not_orphaned)
 	tu_set_mtime_ago(p, 600);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	tu_spawn(&f, flock1_runner, p);
-	usleep(300 * 1000);	/* flock(1) blocks on our inode */
+	wait_for_waiter(tu_ino(p));	/* flock(1) blocks on our inode */
 	ck_assert(!tu_exists(got));
 	ck_assert_int_eq(pidlock_release(l), 0);
-	ck_assert(appears_within(got, 2000));
+	ck_assert_msg(appears_within(got, 30000), "flock(1) never got in");
 	ck_assert_msg(pidlock_acquire(next, 0) == -EWOULDBLOCK,
 		      "two holders: flock(1) and libpidlock");
+	flock1_go(got);
 	ck_assert_int_eq(tu_join(&f), 0);
 	ck_assert_int_eq(pidlock_acquire(next, 0), 0);
 	pidlock_free(next);
 	pidlock_free(l);
 }
 END_TEST
-
-/* Whether /proc/locks shows somebody blocked on ino ("-> " rows). */
-static bool waiter_listed(ino_t ino)
-{
-	char line[256], want[32];
-	bool found = false;
-	FILE *f = fopen("/proc/locks", "re");
-
-	ck_assert_ptr_nonnull(f);
-	snprintf(want, sizeof(want), ":%llu ", (unsigned long long)ino);
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, "-> ") && strstr(line, want);
-	fclose(f);
-	return found;
-}
-
-static void wait_for_waiter(ino_t ino)
-{
-	long t0 = tu_ms();
-
-	while (!waiter_listed(ino)) {
-		ck_assert_msg(tu_ms() - t0 < 5000, "nobody blocked on the lock");
-		usleep(5 * 1000);
-	}
-}
 
 /* PIDLOCK_KEEP_IF_USED, a file we made, with flock(1) blocked on it at
  * our release (issue 28): the file stays this once, so flock(1) does
@@ -1105,9 +1124,10 @@ START_TEST(flock1_waiter_on_our_file)
 	ck_assert_msg(tu_exists(p) && tu_ino(p) == ino,
 		      "our file was unlinked under a blocked flock(1)");
 	ck_assert_ptr_null(strstr(tu_read(p), "keep=1\n"));
-	ck_assert(appears_within(got, 2000));
+	ck_assert_msg(appears_within(got, 30000), "flock(1) never got in");
 	ck_assert_msg(pidlock_acquire(next, 0) == -EWOULDBLOCK,
 		      "two holders: flock(1) and libpidlock");
+	flock1_go(got);
 	ck_assert_int_eq(tu_join(&f), 0);
 	ck_assert_int_eq(pidlock_acquire(next, 0), 0);
 	ck_assert_uint_eq(tu_ino(p), ino);
@@ -1223,6 +1243,12 @@ static int waiter_without_lease(struct tu_child *c, void *arg)
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_msg(tu_exists(p) && tu_ino(p) == ino,
 		      "unlinked under a blocked flock(1), with no lease test");
+	{
+		char got[PATH_MAX];
+
+		snprintf(got, sizeof(got), "%s.got", p);
+		flock1_go(got);
+	}
 	ck_assert_int_eq(tu_join(&f), 0);
 	pidlock_free(l);
 	return 0;
