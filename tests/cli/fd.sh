@@ -68,14 +68,14 @@ pass "pidlock -n 8 8<>FILE: refused (64), the parent does not keep it"
 
 # --- peers are kept out while the shell holds --------------------------------
 expect 1 "a second shell's pidlock -n 9 fails" -- \
-	bash -c 'exec 9<>x.lock; "$PIDLOCK" -n 9; exit $?' 2>/dev/null
+	bash -c 'exec 9<>x.lock; "$PIDLOCK" -n 9; exit $?'
 expect 1 "a second sh's pidlock -w 0.3 9 times out" -- \
-	sh -c 'exec 9<>x.lock; "$PIDLOCK" -w 0.3 9; exit $?' 2>/dev/null
+	sh -c 'exec 9<>x.lock; "$PIDLOCK" -w 0.3 9; exit $?'
 expect 1 "flock -n -x fails" -- flock -n -x x.lock true
 expect 1 "with-lock-ex -q fails" -- \
-	sh -c 'with-lock-ex -q x.lock true 2>/dev/null; [ $? -ne 0 ] && exit 1'
+	sh -c 'with-lock-ex -q x.lock true; [ $? -ne 0 ] && exit 1'
 expect 1 "pidlock's own acquire of the path fails" -- \
-	"$PIDLOCK" -n x.lock true 2>/dev/null
+	"$PIDLOCK" -n x.lock true
 ( set -C; echo "pid=$$" > x.lock ) 2>/dev/null && fail "a spec-only create succeeded"
 pass "a spec-only locker's noclobber create fails"
 [ "$(field x.lock pid)" = "$$" ] || fail "a peer changed the record"
@@ -94,7 +94,7 @@ pass "the waiting flock(1) gets in at once, on the kept inode"
 [ "$(field x.lock pid)" = 4194304 ] || fail "not marked released: $(cat x.lock)"
 [ -n "$(field x.lock released)" ] || fail "no released=: $(cat x.lock)"
 pass "-u marks the record released in place"
-expect 1 "flock(1) holds: pidlock -n 9 fails" -- "$PIDLOCK" -n 9 2>/dev/null
+expect 1 "flock(1) holds: pidlock -n 9 fails" -- "$PIDLOCK" -n 9
 "$PIDLOCK" 9 &
 waiter=$!
 track $waiter
@@ -112,9 +112,9 @@ shell_holds a
 holder=$(cat a.pid)
 [ "$(field x.lock pid)" = "$holder" ] || fail "the record does not name shell $holder"
 pass "another shell holds; the record names it"
-expect 1 "it holds: pidlock -n 9 here fails" -- "$PIDLOCK" -n 9 2>/dev/null
+expect 1 "it holds: pidlock -n 9 here fails" -- "$PIDLOCK" -n 9
 expect 1 "it holds: pidlock -u 9 here says not ours, changes nothing" -- \
-	"$PIDLOCK" -u 9 2>/dev/null
+	"$PIDLOCK" -u 9
 [ "$(field x.lock pid)" = "$holder" ] || fail "-u of a non-holder changed the record"
 "$PIDLOCK" -w 10 9 &
 waiter=$!
@@ -131,7 +131,7 @@ expect 0 "pidlock -u 9" -- "$PIDLOCK" -u 9
 # --- flock(1) and with-lock-ex hold, then pidlock's own acquire --------------
 bg_peer with-lock-ex -w x.lock sleep 30
 wait_until held x.lock
-expect 1 "with-lock-ex holds: pidlock -n 9 fails" -- "$PIDLOCK" -n 9 2>/dev/null
+expect 1 "with-lock-ex holds: pidlock -n 9 fails" -- "$PIDLOCK" -n 9
 kill -KILL -- "-$LAST"
 wait_until status_is x.lock 0
 expect 0 "with-lock-ex gone: pidlock -n 9 locks" -- "$PIDLOCK" -n 9
@@ -140,7 +140,7 @@ start_bg x.lock sleep 30
 pl=$LAST
 wait_until held x.lock
 expect 1 "pidlock's acquire holds (taking the kept file): pidlock -n 9 fails" -- \
-	"$PIDLOCK" -n 9 2>/dev/null
+	"$PIDLOCK" -n 9
 kill -TERM "$pl"
 wait "$pl"
 [ "$(stat -c %i x.lock)" = "$ino" ] || fail "the acquire's release removed the kept file"
@@ -153,7 +153,7 @@ exec 9<&-
 rm -f x.lock
 spec_lock x.lock $$ "$(date +%s)"
 exec 9<>x.lock
-expect 1 "a spec-only holder: pidlock -n 9 fails" -- "$PIDLOCK" -n 9 2>/dev/null
+expect 1 "a spec-only holder: pidlock -n 9 fails" -- "$PIDLOCK" -n 9
 [ "$(field x.lock pid)" = "$$" ] && [ -z "$(field x.lock lock)" ] ||
 	fail "the spec-only record was changed: $(cat x.lock)"
 pass "the spec-only record is left as it was"
@@ -203,8 +203,8 @@ exec 9<>x.lock
 expect 0 "reopened, pidlock -n 9 locks" -- "$PIDLOCK" -n 9
 echo 'pid=1' > new
 mv new x.lock	# somebody replaces the file
-expect 75 "the file replaced: pidlock -n 9 exits 75" -- "$PIDLOCK" -n 9 2>/dev/null
-expect 75 "the file replaced: pidlock -u 9 exits 75" -- "$PIDLOCK" -u 9 2>/dev/null
+expect 75 "the file replaced: pidlock -n 9 exits 75" -- "$PIDLOCK" -n 9
+expect 75 "the file replaced: pidlock -u 9 exits 75" -- "$PIDLOCK" -u 9
 [ "$(cat x.lock)" = "pid=1" ] || fail "the new file was written"
 pass "the file that replaced it is left as it was"
 exec 9<&-
@@ -239,7 +239,7 @@ exec 9<&-
 # --- not a lock file ---------------------------------------------------------
 printf '#!/bin/sh\necho hello\n' > script
 exec 9<>script
-expect 65 "a script is not a lock file: 65" -- "$PIDLOCK" -n 9 2>/dev/null
+expect 65 "a script is not a lock file: 65" -- "$PIDLOCK" -n 9
 [ "$(cat script)" = "$(printf '#!/bin/sh\necho hello')" ] || fail "the script changed"
 pass "the script is left as it was"
 expect 0 "flock -n gets in: no kernel lock was left" -- flock -n script true
@@ -252,7 +252,7 @@ shpid=$(cat k.pid)
 [ "$(field x.lock pid)" = "$shpid" ] || fail "sh's record does not name it"
 pass "sh holds; the record names it"
 exec 9<>x.lock
-expect 1 "sh holds: pidlock -n 9 fails" -- "$PIDLOCK" -n 9 2>/dev/null
+expect 1 "sh holds: pidlock -n 9 fails" -- "$PIDLOCK" -n 9
 kill -KILL "$shpid"
 wait_until gone "$shpid"
 expect 0 "the holder was SIGKILLed: pidlock -n 9 locks at once" -- \
@@ -262,9 +262,9 @@ expect 0 "pidlock -u 9" -- "$PIDLOCK" -u 9
 exec 9<&-
 
 # --- usage --------------------------------------------------------------------
-expect 65 "a closed descriptor: 65, as flock(1) exits" -- "$PIDLOCK" -n 57 2>/dev/null
-expect 64 "-q is refused with a descriptor" -- "$PIDLOCK" -q 9 2>/dev/null
-expect 64 "-u needs a number" -- "$PIDLOCK" -u x.lock 2>/dev/null
-expect 64 "--exec is refused with a lone descriptor" -- "$PIDLOCK" --exec 9 2>/dev/null
-expect 64 "-o is refused with a lone descriptor" -- "$PIDLOCK" -o 9 2>/dev/null
+expect 65 "a closed descriptor: 65, as flock(1) exits" -- "$PIDLOCK" -n 57
+expect 64 "-q is refused with a descriptor" -- "$PIDLOCK" -q 9
+expect 64 "-u needs a number" -- "$PIDLOCK" -u x.lock
+expect 64 "--exec is refused with a lone descriptor" -- "$PIDLOCK" --exec 9
+expect 64 "-o is refused with a lone descriptor" -- "$PIDLOCK" -o 9
 done_testing

@@ -272,7 +272,7 @@ for prog in "$FLOCK" "$PIDLOCK"; do
 	[ "$name" = pidlock ] || [ "$FLOCK_FD" = 1 ] || continue
 	expect 65 "$name -x --close --fd 10 --command: the command has no 10" -- \
 		"$prog" --exclusive --close --fd 10 --command \
-		"$prog --exclusive --nonblock --fd 10 true 2>/dev/null"
+		"$prog --exclusive --nonblock --fd 10 true"
 	expect 0 "$name -x --fd 10 --command: the command shares the lock" -- \
 		"$prog" --exclusive --fd 10 --command \
 		"$prog --exclusive --nonblock --fd 10 true"

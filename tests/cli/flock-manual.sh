@@ -16,14 +16,14 @@ mkdir bin && ln -s "$PIDLOCK" bin/pidlock || exit 99
 PATH=$T/bin:$PATH
 export PATH
 
-# holder NAME OPEN SECONDS: in the background, the manual's subshell form
-# with redirection OPEN ('>' or '>>'), holding for SECONDS; NAME.in once
-# it holds, NAME.out as it leaves.
+# holder NAME OPEN: in the background, the manual's subshell form with
+# redirection OPEN ('>' or '>>'), holding until told (touch NAME.go),
+# however slow the machine; NAME.in once it holds, NAME.out as it leaves.
 holder() {
-	local name=$1 open=$2 secs=$3
+	local name=$1 open=$2
 	case $open in
-	'>')  ( pidlock -n 9 || exit 1; touch "$name.in"; sleep "$secs"; touch "$name.out"; ) 9>"$T/mylockfile" & ;;
-	'>>') ( pidlock -n 9 || exit 1; touch "$name.in"; sleep "$secs"; touch "$name.out"; ) 9>>"$T/mylockfile" & ;;
+	'>')  ( pidlock -n 9 || exit 1; touch "$name.in"; wait_for "$name.go"; touch "$name.out"; ) 9>"$T/mylockfile" & ;;
+	'>>') ( pidlock -n 9 || exit 1; touch "$name.in"; wait_for "$name.go"; touch "$name.out"; ) 9>>"$T/mylockfile" & ;;
 	esac
 	track $!
 	wait_until test -e "$name.in" || fail "$name never got the lock"
@@ -31,8 +31,8 @@ holder() {
 
 # --- ( pidlock -n 9 || exit 1; ... ) 9>/var/lock/mylockfile ---------------------
 for open in '>' '>>'; do
-	rm -f mylockfile ./*.in ./*.out ./*.ran ./*.after
-	holder a "$open" 2
+	rm -f mylockfile ./*.in ./*.out ./*.ran ./*.after ./*.go
+	holder a "$open"
 	[ "$(field mylockfile pid)" -gt 0 ] || fail "9$open: no record: $(cat mylockfile)"
 	if [ "$open" = '>' ]; then
 		( pidlock -n 9 || exit 1; touch b.ran; ) 9>"$T/mylockfile"
@@ -44,6 +44,7 @@ for open in '>' '>>'; do
 	[ ! -e b.ran ] || fail "9$open: the second holder ran its commands"
 	pass "9$open, -n: the second holder is refused while the first holds"
 	expect 1 "9$open: flock(1) -n is kept out too" -- flock -n mylockfile true
+	touch a.go
 	wait_until test -e a.out || fail "9$open: the first holder never finished"
 	wait_until flock -n mylockfile true || fail "9$open: the lock outlived its subshell"
 	if [ "$open" = '>' ]; then
@@ -57,19 +58,25 @@ done
 
 # --- the issue's form: ( pidlock -w 5 9 || exit 1; cmd ) 9>FILE ------------------
 for open in '>' '>>'; do
-	rm -f mylockfile ./*.in ./*.out ./*.ran ./*.after
-	holder a "$open" 1
+	rm -f mylockfile ./*.in ./*.out ./*.ran ./*.after ./*.go
+	holder a "$open"
+	# -v: it says when it waits; then the holder is told to go.
 	if [ "$open" = '>' ]; then
-		( pidlock -w 5 9 || exit 1; [ -e a.out ] && touch b.after; ) 9>"$T/mylockfile"
+		( pidlock -v -w 5 9 || exit 1; [ -e a.out ] && touch b.after; ) 9>"$T/mylockfile" 2> b.err &
 	else
-		( pidlock -w 5 9 || exit 1; [ -e a.out ] && touch b.after; ) 9>>"$T/mylockfile"
+		( pidlock -v -w 5 9 || exit 1; [ -e a.out ] && touch b.after; ) 9>>"$T/mylockfile" 2> b.err &
 	fi
+	waiter=$!
+	track $waiter
+	wait_until grep -q "waiting for" b.err
+	touch a.go
+	wait "$waiter"
 	rc=$?
-	[ $rc -eq 0 ] || fail "9$open, -w 5: exit $rc"
+	[ $rc -eq 0 ] || fail "9$open, -w 5: exit $rc: $(cat b.err)"
 	[ -e b.after ] || fail "9$open, -w 5: ran while the first still held"
 	pass "9$open, -w 5: the second waits for the first, then runs"
-	rm -f a.in a.out
-	holder a "$open" 3
+	rm -f a.in a.out a.go
+	holder a "$open"
 	start=$(date +%s%N)
 	if [ "$open" = '>' ]; then
 		( pidlock -w 0.5 9 || exit 1; touch b.ran; ) 9>"$T/mylockfile"
@@ -80,6 +87,7 @@ for open in '>' '>>'; do
 	[ $rc -eq 1 ] && [ ! -e b.ran ] || fail "9$open, -w 0.5: exit $rc against a holder"
 	[ $ms -ge 400 ] || fail "9$open, -w 0.5: gave up after $ms ms"
 	pass "9$open, -w 0.5: times out (1) after $ms ms, commands not run"
+	touch a.go
 	wait_until test -e a.out || fail "the holder never finished"
 done
 
@@ -87,7 +95,7 @@ done
 rm -f mylockfile ./*.in ./*.out ./*.ran ./*.after
 ( pidlock -x 9 || exit 1; touch x.in
   wait_until test -e x.go || exit 2
-  pidlock -u 9 || exit 3; touch x.un; sleep 2; ) 9>"$T/mylockfile" &
+  pidlock -u 9 || exit 3; touch x.un; wait_for x.end; ) 9>"$T/mylockfile" &
 xpid=$!
 track $xpid
 wait_until test -e x.in || fail "-x 9 never got the lock"
@@ -100,6 +108,7 @@ wait_until test -e x.un || fail "-u 9 failed"
 [ $? -eq 0 ] && [ -e e.ran ] || fail "-u 9 on 9> did not let go"
 [ "$(field mylockfile pid)" -gt 0 ] || fail "no record after -e -n 9>>: $(cat mylockfile)"
 pass "-u 9 on 9>: released while the subshell goes on; -e -n 9>> then gets in"
+touch x.end
 wait "$xpid"; [ $? -eq 0 ] || fail "the -x/-u subshell failed"
 
 # --- shell> exec 4<>/var/lock/mylockfile; shell> pidlock -n 4 ----------------------
@@ -114,12 +123,18 @@ expect 0 "once the first shell closes 4, the lock is free" -- pidlock -n mylockf
 
 # --- shell> pidlock -x local-lock-file echo 'a b c' ----------------------------------
 rm -f ./*.in ./*.out
-pidlock -x local-lock-file sh -c 'touch l.in; sleep 1; touch l.out' &
+pidlock -x local-lock-file sh -c "$SH_WAIT_FOR"'; touch l.in; wait_for l.go; touch l.out' &
 track $!
 wait_until test -e l.in || fail "the first -x never got the lock"
-out=$(pidlock -x local-lock-file echo 'a b c'; [ -e l.out ] && echo after)
+# -v: it says when it waits; then the holder is told to go.
+( pidlock -v -x local-lock-file echo 'a b c'; [ -e l.out ] && echo after ) > l.res 2> l.err &
+track $!
+wait_until grep -q "waiting for" l.err
+touch l.go
+wait $!
+out=$(cat l.res)
 [ "$out" = "a b c
-after" ] || fail "pidlock -x local-lock-file echo: $out"
+after" ] || fail "pidlock -x local-lock-file echo: $out; $(cat l.err)"
 pass "pidlock -x local-lock-file echo 'a b c': waits for the holder, then echoes"
 
 # --- [ "${FLOCKER}" != "$0" ] && exec env FLOCKER="$0" pidlock -en "$0" "$0" "$@" || :
@@ -134,7 +149,10 @@ EOF
 cat > own.sh <<'EOF'
 #!/bin/bash
 [ "${FLOCKER}" != "$0" ] && exec env FLOCKER="$0" pidlock -en "$0.lock" "$0" "$@" || :
-touch "$0.in.$1"; sleep 1; touch "$0.out.$1"
+touch "$0.in.$1"
+i=0	# until told, however slow the machine; a minute at most
+while [ ! -e "$0.go.$1" ] && [ $i -lt 1200 ]; do i=$((i + 1)); sleep 0.05; done
+touch "$0.out.$1"
 EOF
 chmod +x self.sh own.sh
 before=$(cat self.sh)
@@ -149,6 +167,7 @@ wait_until test -e own.sh.in.1 || fail "FLOCKER with own.sh.lock: the first neve
 ./own.sh 2
 [ $? -eq 1 ] && [ ! -e own.sh.in.2 ] || fail "FLOCKER: a second run got in beside the first"
 pass "FLOCKER with a lock file of its own: a second run at once exits 1"
+touch own.sh.go.1 own.sh.go.3
 wait_until test -e own.sh.out.1 || fail "the first run never finished"
 wait_until pidlock -n own.sh.lock true || fail "the lock outlived the first run"
 ./own.sh 3 || fail "FLOCKER: refused once the first run was done"

@@ -8,6 +8,8 @@ PIDLOCK=${PIDLOCK:-$PWD/tools/pidlock}
 CLI_SRCDIR=$(cd "$(dirname "$0")" && pwd)
 TOP_SRCDIR=$(cd "$CLI_SRCDIR/../.." && pwd)
 T=$(mktemp -d "${TMPDIR:-/tmp}/pidlock-cli.XXXXXX") || exit 99
+# expect's copy of its command's stderr; outside $T, which tests list.
+EXPECT_ERR=$T.stderr
 BG=""
 CHECKS=0
 
@@ -23,12 +25,19 @@ cleanup() {
 	for f in "$T"/*.cmdpid "$T"/pids/*.cmdpid; do
 		[ -f "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null
 	done
-	rm -rf "$T"
+	rm -rf "$T" "$EXPECT_ERR"
 }
 trap cleanup EXIT
 
+# Says why on stderr, and on stdout too when stderr goes elsewhere (a
+# caller's "2> file" around expect, or expect's own capture when a shell
+# function it runs fails), so that the log always holds the reason.
 fail() {
+	local me=$BASHPID out err
 	echo "FAIL: $*" >&2
+	out=$(stat -L -c %d:%i "/proc/$me/fd/1" 2>/dev/null)
+	err=$(stat -L -c %d:%i "/proc/$me/fd/2" 2>/dev/null)
+	[ "$out" = "$err" ] || echo "FAIL: $*"
 	exit 1
 }
 
@@ -43,14 +52,37 @@ done_testing() {
 }
 
 # expect RC DESCRIPTION -- COMMAND...: run it, compare the exit status.
+# The command's stderr is kept aside: passed on to expect's own stderr
+# (the log, or a caller's "2> file") when the status is the one wanted,
+# and part of the failure's message when it is not.
 expect() {
 	local want=$1 what=$2 rc
 	shift 3
-	"$@"
+	"$@" 2> "$EXPECT_ERR"
 	rc=$?
-	[ "$rc" -eq "$want" ] || fail "$what: exit status $rc, expected $want"
+	if [ "$rc" -ne "$want" ]; then
+		[ -s "$EXPECT_ERR" ] || echo "(nothing)" > "$EXPECT_ERR"
+		fail "$what: exit status $rc, expected $want;" \
+			"$1 said on stderr: $(cat "$EXPECT_ERR")"
+	fi
+	cat "$EXPECT_ERR" >&2
 	pass "$what"
 }
+
+# A peer that holds until it is told to let go, not for a while that a
+# loaded machine may outlast: in an sh -c script, "$SH_WAIT_FOR; wait_for
+# FILE" returns once FILE exists (touch it to tell), or exits 3 after a
+# minute, so that a broken test still ends (and says why).
+SH_WAIT_FOR='wait_for() {
+	i=0
+	while [ ! -e "$1" ]; do
+		i=$((i + 1))
+		[ "$i" -le 1200 ] || { echo "no $1 after a minute" >&2; exit 3; }
+		sleep 0.05
+	done
+}'
+# The same in the test's own subshells: ( ...; wait_for FILE; ... ) &
+eval "$SH_WAIT_FOR"
 
 # Remember a background process for cleanup.
 track() {

@@ -39,23 +39,36 @@ wait "$holder"
 
 # -w: wait for a holder that leaves its file (--keep-file).  The file is
 # kept for flock(1) users of the path: --remove frees it and says so.
-start_bg --keep-file kept.lock sleep 0.5
+# The holders hold until told (touch go.*), however slow the machine:
+# --remove -w has said that it waits before they let go.
+start_bg --keep-file kept.lock sh -c "$SH_WAIT_FOR; wait_for go.kept"
+kept=$LAST
 wait_until held kept.lock
-"$PIDLOCK" --remove -w 10 kept.lock 2> err
-[ $? -eq 0 ] || fail "--remove -w of a kept lock: $(cat err)"
+"$PIDLOCK" -v --remove -w 10 kept.lock 2> err &
+remover=$!
+track "$remover"
+wait_until grep -q "kept.lock: waiting for pid $kept" err
+touch go.kept
+wait "$kept" || fail "the --keep-file holder: exit status $?"
+wait "$remover" || fail "--remove -w of a kept lock: exit status $?: $(cat err)"
 grep -q "kept.lock: not removed: nobody holds it" err || fail "--remove -w: $(cat err)"
 [ -e kept.lock ] || fail "kept.lock was deleted"
 pass "--remove -w waits for the holder; the --keep-file file stays, and it says so"
 expect 0 "the kept file is free" -- "$PIDLOCK" --status kept.lock
 # A holder that left its own file (not kept) behind: -w waits, removes.
-start_bg own.lock sh -c 'echo $$ > own.cmdpid; exec sleep 1'
+start_bg own.lock sh -c 'echo $$ > own.cmdpid; '"$SH_WAIT_FOR"'; wait_for go.own'
 own=$LAST
 wait_until test -s own.cmdpid
 kill -KILL "$own"
 wait "$own" 2>/dev/null
 held own.lock || fail "own.lock is not held by the command"
-expect 0 "--remove -w waits for the command, then removes its file" -- \
-	"$PIDLOCK" --remove -w 10 own.lock
+"$PIDLOCK" -v --remove -w 10 own.lock 2> err &
+remover=$!
+track "$remover"
+wait_until grep -q "own.lock: waiting for" err
+touch go.own
+wait "$remover" || fail "--remove -w of a dead holder's file: exit status $?: $(cat err)"
+pass "--remove -w waits for the command, then removes its file"
 [ ! -e own.lock ] || fail "own.lock is still there"
 
 # Peers: their locks stay.

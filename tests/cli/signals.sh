@@ -67,14 +67,17 @@ wait "$pl"
 [ $? -eq 143 ] || fail "SIGTERM after the ignored one"
 
 # A command that ignores SIGTERM keeps the lock until it exits.
-start_bg x.lock sh -c 'trap "" TERM; echo $$ > t.cmdpid; sleep 1; exit 3'
+# It runs until told (touch t.go), however slow the machine.
+start_bg x.lock sh -c 'trap "" TERM; echo $$ > t.cmdpid; '"$SH_WAIT_FOR"'
+	wait_for t.go; exit 3'
 pl=$LAST
 wait_until test -s t.cmdpid
 kill -s TERM "$pl"
-sleep 0.2
+sleep 0.2	# room for a wrong exit; the command is still there
 kill -0 "$pl" || fail "pidlock exited although its command ignores SIGTERM"
 held x.lock || fail "the lock was released while the command runs"
 pass "pidlock waits for a command that ignores the signal, lock held"
+touch t.go
 wait "$pl"
 [ $? -eq 3 ] || fail "exit status after an ignored SIGTERM"
 pass "and then passes on its exit status"
