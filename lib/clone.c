@@ -27,7 +27,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -52,19 +51,6 @@ unsigned long clone_files_flag(void)
 #endif
 	return CLONE_FILES;
 }
-
-/* clone3(2)'s argument, as <linux/sched.h> has it (the header is not
- * on every system that has the call). */
-struct clone3_args {
-	uint64_t flags;
-	uint64_t pidfd;
-	uint64_t child_tid;
-	uint64_t parent_tid;
-	uint64_t exit_signal;
-	uint64_t stack;
-	uint64_t stack_size;
-	uint64_t tls;
-};
 
 /*
  * clone(2) as the system call: its arguments' order is the
@@ -96,13 +82,14 @@ static long clone_raw(unsigned long flags, int *pidfd)
  */
 pid_t clone_fork(unsigned long flags, int *pidfd)
 {
-	struct clone3_args args;
+	/* clone3(2)'s struct clone_args (<linux/sched.h>, which not every
+	 * system that has the call has): flags, pidfd, child_tid,
+	 * parent_tid, exit_signal, stack, stack_size, tls.  No exit signal,
+	 * no stack (a copy of ours), no tids, no TLS. */
+	const uint64_t args[8] = { flags, (uint64_t)(uintptr_t)pidfd };
 	long pid;
 
-	memset(&args, 0, sizeof(args));
-	args.flags = flags;
-	args.pidfd = (uint64_t)(uintptr_t)pidfd;
-	pid = syscall(SYS_clone3, &args, sizeof(args));
+	pid = syscall(SYS_clone3, args, sizeof(args));
 	if (pid < 0 && errno == ENOSYS)
 		pid = clone_raw(flags, pidfd);
 	return pid < 0 ? -errno : (pid_t)pid;

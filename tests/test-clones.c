@@ -274,13 +274,15 @@ static void cg_sweep(const char *root)
 
 static bool cg_make(struct cg *cg)
 {
-	char root[PATH_MAX], ctl[PATH_MAX + 32];
+	char root[PATH_MAX];
 	bool v2 = false;
 
 	if (!pids_mount(root, sizeof(root), &v2))
 		return false;
 	cg_sweep(root);
 	if (v2) {
+		char ctl[PATH_MAX + 32];
+
 		snprintf(ctl, sizeof(ctl), "%s/cgroup.subtree_control", root);
 		(void)write_text(ctl, "+pids");
 	}
