@@ -504,6 +504,8 @@ static int writer_child(struct tu_child *c, const char *path)
 	int r;
 
 	TU_CHILD_CHECK(pidlock_new(&l, path, 0) == 0);
+	/* Once the reader holds the file, and has given it to us. */
+	TU_CHILD_CHECK(tu_wait_parent(c) == 'G');
 	tu_signal(c, 'W');
 	r = pidlock_acquire(l, 5000);
 	if (r != 0) {
@@ -522,6 +524,7 @@ static void writer_parent(struct tu_child *c, const char *path)
 
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_int_eq(chown(path, NOBODY, NOBODY), 0);
+	tu_tell(c, 'G');
 	ck_assert_int_eq(tu_wait_signal(c), 'W');
 	tu_msleep(200);
 	ck_assert_int_eq(pidlock_release(l), 0);
