@@ -109,7 +109,9 @@ if ($cmd eq 'verify') {
 }
 
 # The Check tests of the tree under $root: name => program.  A test is a
-# START_TEST or TU_LOCK_TEST of a .c file under tests/; its program is
+# START_TEST, or a macro made on it (TU_LOCK_TEST, a suite's ASYNC_TEST
+# or REFUSED_TEST: a line that opens with NAME_TEST( or NAME_TEST_MADE(),
+# of a .c file under tests/; its program is
 # the one whose _SOURCES line in a Makemodule.am names that file.
 sub check_tests {
 	my ($root) = @_;
@@ -137,7 +139,8 @@ sub check_tests {
 		my $p = $prog_of_canon{$canon_of_src{$f}} or next;
 		open(my $in, '<', "$root/$f") or next;
 		while (<$in>) {
-			$prog{$1} //= $p if /^(?:START_TEST|TU_LOCK_TEST)\((\w+)/;
+			$prog{$1} //= $p
+			    if /^(?:START_TEST|[A-Z][A-Z_]*_TEST(?:_MADE)?)\((\w+)/;
 		}
 		close($in);
 	}
