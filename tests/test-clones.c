@@ -257,8 +257,9 @@ static bool pids_mount(char *root, size_t size, bool *v2)
 }
 
 /* The cgroups of earlier runs that a failed check left (it ends the
- * test before its clean-up): each is removed once its tasks are gone,
- * and rmdir(2) refuses one still in use. */
+ * test before its clean-up): each one whose maker (the pid in its name)
+ * is gone, so that another tree's run beside this one keeps its own;
+ * rmdir(2) refuses one still in use. */
 static void cg_sweep(const char *root)
 {
 	DIR *d = opendir(root);
@@ -266,9 +267,13 @@ static void cg_sweep(const char *root)
 
 	if (!d)
 		return;
-	while ((de = readdir(d)))
-		if (strncmp(de->d_name, "pidlock-test-", 13) == 0)
+	while ((de = readdir(d))) {
+		long pid;
+
+		if (sscanf(de->d_name, "pidlock-test-%ld", &pid) == 1 &&
+		    pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
 			(void)unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+	}
 	(void)closedir(d);
 }
 
