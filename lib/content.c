@@ -307,9 +307,9 @@ void content_parse(const char *data, size_t len, struct content *c)
 	memset(c, 0, sizeof(*c));
 	/* The holder's bytes after our record are none of the record's:
 	 * a pid= among them names nobody. */
+	c->head = content_head_tail(data, len);
 	if (head)
 		len = head;
-	c->head = head;
 	end = data + len;
 	/* We never write a BOM; one reference reader trims it, so do we. */
 	if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
@@ -565,6 +565,20 @@ size_t content_head(const char *data, size_t len)
 	if (!g.has_pid || !g.has_ts || !g.has_lock)
 		return 0;
 	return n + 1;
+}
+
+/* content_head() where bytes other than LF follow the record: the
+ * holder's, which a rewrite keeps or a takeover cuts.  A record padded
+ * with newlines only (a takeover over a longer file) is one record, and
+ * rewritten as any. */
+size_t content_head_tail(const char *data, size_t len)
+{
+	size_t head = content_head(data, len);
+
+	for (size_t i = head; head && i < len; i++)
+		if (data[i] != '\n')
+			return head;
+	return 0;
 }
 
 bool content_is_lock_file(const char *data, size_t len, int64_t size)

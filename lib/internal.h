@@ -156,8 +156,8 @@ struct content {
 	char host[HOST_NAME_LEN + 1];	/* host=: who wrote it, for people */
 	char boot[HOST_BOOT_LEN + 1];	/* boot=: under which kernel, "" */
 	uint64_t pidns;		/* pidns=: the writer's pid namespace, 0 */
-	size_t head;		/* content_head(): our record's length when
-				 * the holder's bytes may follow it, else 0 */
+	size_t head;		/* content_head_tail(): our record's length
+				 * when the holder's bytes follow it, else 0 */
 };
 
 
@@ -193,6 +193,7 @@ size_t content_format_released(char *buf, size_t size, int64_t now,
 void content_parse(const char *data, size_t len, struct content *c);
 bool content_is_lock_file(const char *data, size_t len, int64_t size);
 size_t content_head(const char *data, size_t len);
+size_t content_head_tail(const char *data, size_t len);
 bool content_is_spec(const struct content *c);
 void content_clean_tag(char *dst, size_t size, const char *src, size_t len);
 bool content_boot_ok(const char *s, const char *end);
@@ -273,7 +274,7 @@ void split_suspend(struct pidlock *lock);
 int split_resume(struct pidlock *lock, int fd);
 ssize_t io_read_settled(int fd, char *buf, size_t size, struct stat *st);
 /* What a record is written over: the file's length, and the length of
- * our record in it when the holder's bytes may follow (content_head()),
+ * our record in it when the holder's bytes follow (content_head_tail()),
  * else 0. */
 struct io_old {
 	size_t size;

@@ -329,7 +329,7 @@ int io_held_old(const struct pidlock *lock, struct io_old *old)
 
 	if (n < 0)
 		return (int)n;
-	old->head = content_head(buf, (size_t)n);
+	old->head = content_head_tail(buf, (size_t)n);
 	old->size = (size_t)n;
 	if (old->head || (size_t)n < sizeof(buf))
 		return 0;
