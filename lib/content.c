@@ -560,7 +560,8 @@ size_t content_head(const char *data, size_t len)
 	if (!blank)
 		return 0;
 	n = (size_t)(blank - data) + 1;	/* up to the last line's LF */
-	if (!text_ok(data, n) || !lines_ok(data, data + n, &g))
+	if (n > PIDLOCK_CONTENT_MAX || !text_ok(data, n) ||
+	    !lines_ok(data, data + n, &g))
 		return 0;
 	if (!g.has_pid || !g.has_ts || !g.has_lock)
 		return 0;
