@@ -351,6 +351,34 @@ TU_LOCK_TEST(fd_writes_kept_while_held, PIDLOCK_KEEP_FILE)
 	ck_assert_int_eq(pidlock_release(l), 0);
 }
 
+/* A shared acquirer that joins keeps the holder's bytes: a co-holder
+ * that is alive wrote them (a takeover cut them before). */
+TU_LOCK_TEST(fd_writes_kept_by_shared_joiner, PIDLOCK_SHARED)
+{
+	const char *meta = "meta-of-a-reader";
+	pid_t child;
+	int fd, st;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	fd = pidlock_fd(l);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, meta, strlen(meta)), (ssize_t)strlen(meta));
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		struct pidlock *b;
+
+		_exit(pidlock_new(&b, p, PIDLOCK_SHARED) < 0 ? 2
+		      : pidlock_acquire(b, 0) < 0	    ? 3
+							    : 0);
+	}
+	ck_assert_int_eq(waitpid(child, &st, 0), child);
+	ck_assert_int_eq(st, 0);
+	ck_assert_msg(ends_with(tu_read(p), meta),
+		      "a joining reader cut them: \"%s\"", tu_read(p));
+	ck_assert_int_eq(pidlock_release(l), 0);
+}
+
 /* Rule B: a spec-only holder holds until stale = old AND pid dead. */
 TU_LOCK_TEST(spec_holder_rules, 0)
 {
@@ -1140,6 +1168,7 @@ int main(void)
 		{ sigkill_holder_next_gets_it_at_once, 1 },
 		{ fd_writes_survive_sigkill, 1 },
 		{ fd_writes_kept_while_held, 1 },
+		{ fd_writes_kept_by_shared_joiner, 1 },
 		{ spec_holder_rules, 1 },
 		{ grace_waits_for_spec_writer, 1 },
 		{ grace_then_takeover, 1 },
