@@ -692,7 +692,7 @@ END_TEST
  * "The holder's bytes") go through a second open of the inode, at the
  * record, and the holder's bytes stay after it: a refresh, and the
  * released record of a kept file.  Without that fallback the refresh
- * fails (EOPNOTSUPP, reported as EIO).
+ * fails with EOPNOTSUPP.
  */
 START_TEST(test_no_rwf_noappend)
 {
