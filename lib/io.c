@@ -304,12 +304,19 @@ int io_write_record(struct pidlock *lock, int fd, pid_t pid, bool keep,
 	return 0;
 }
 
-/* How the holder rewrites its own record through hold.fd. */
+/*
+ * How the holder rewrites its own record through hold.fd.  The
+ * description may append if pidlock_fd() handed it out, here or in a
+ * process forked since the acquire, which shares it (pidlock(1) hands it
+ * to its command in the child): after a fork, or where forks cannot be
+ * counted (generation 0), we write as if it did.
+ */
 unsigned int io_hold_how(const struct pidlock *lock)
 {
 	unsigned int how = IO_KEEP_TAIL;
+	unsigned long gen = self_fork_generation();
 
-	if (lock->hold.fd_given)
+	if (lock->hold.fd_given || gen == 0 || lock->hold.gen != gen)
 		how |= IO_APPENDS;
 	if (!(lock->set.flags & PIDLOCK_NO_SYNC))
 		how |= IO_SYNC;

@@ -379,6 +379,34 @@ TU_LOCK_TEST(fd_writes_kept_by_shared_joiner, PIDLOCK_SHARED)
 	ck_assert_int_eq(pidlock_release(l), 0);
 }
 
+/* A child forked during the hold shares the description: its
+ * pidlock_fd() makes it append for the parent too, whose later record
+ * writes must still go at the record (pidlock(1) hands the descriptor to
+ * its command so; the released record landed after the child's bytes). */
+TU_LOCK_TEST(fd_given_in_child_parent_writes_at_record, PIDLOCK_KEEP_FILE)
+{
+	struct pidlock_info info;
+	pid_t child;
+	int st;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		int fd = pidlock_fd(l);
+
+		_exit(fd >= 0 && write(fd, "child-meta", 10) == 10 ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(child, &st, 0), child);
+	ck_assert_int_eq(st, 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(strncmp(tu_read(p), "pid=4194304\n", 12) == 0,
+		      "the released record is not at the start: \"%s\"",
+		      tu_read(p));
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_FREE);
+}
+
 /* Rule B: a spec-only holder holds until stale = old AND pid dead. */
 TU_LOCK_TEST(spec_holder_rules, 0)
 {
@@ -1169,6 +1197,7 @@ int main(void)
 		{ fd_writes_survive_sigkill, 1 },
 		{ fd_writes_kept_while_held, 1 },
 		{ fd_writes_kept_by_shared_joiner, 1 },
+		{ fd_given_in_child_parent_writes_at_record, 1 },
 		{ spec_holder_rules, 1 },
 		{ grace_waits_for_spec_writer, 1 },
 		{ grace_then_takeover, 1 },
