@@ -543,7 +543,8 @@ static bool lines_ok(const char *p, const char *end, struct grammar *g)
 /*
  * Our record followed by the holder's bytes (doc/protocol.md, 3a, "The
  * holder's bytes").  A record ends at its first empty line: the first
- * two LF bytes in a row.  What comes before them is one of our records
+ * two LF bytes in a row, at RECORD_ROOM (512) bytes or more, as every
+ * record that such bytes may follow is padded.  What comes before them is one of our records
  * if it is text, every line valid, with a pid=, a timestamp= and our
  * marker naming a kind; then whatever follows the empty line is the
  * holder's, any bytes, any length, and no reader looks at it.  A spec
@@ -565,7 +566,10 @@ size_t content_head(const char *data, size_t len)
 		return 0;
 	if (!g.has_pid || !g.has_ts || !g.has_lock)
 		return 0;
-	return n + 1;
+	/* Such a record has its room (io_hand_out()): a shorter one with
+	 * text after it is somebody's notes (a record of ours copied by
+	 * hand), and judged as a whole. */
+	return n + 1 >= RECORD_ROOM ? n + 1 : 0;
 }
 
 /* content_head() where bytes other than LF follow the record: the

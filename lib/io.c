@@ -348,22 +348,22 @@ int io_held_old(const struct pidlock *lock, struct io_old *old)
 
 /*
  * The record's own bytes, for the hand-out below: the file read is one
- * record of ours with nothing but its padding after it (spaces on its
- * last line, blank lines), shorter than RECORD_ROOM.  Else 0: it has
- * its room already, or bytes of a holder's follow it.
+ * record of ours, with nothing but blank lines after it (the padding of
+ * a shared record, or of a takeover over a longer file), shorter than
+ * RECORD_ROOM.  Else 0: it has its room already (content_head()), or
+ * somebody's bytes follow it.
  */
 static size_t own_record(const char *buf, size_t n)
 {
-	size_t h = content_head(buf, n), rec = h ? h - 1 : n;
+	size_t rec = n;
 	struct content c;
 
-	if (h >= RECORD_ROOM || n >= CONTENT_READ_MAX || rec == 0 ||
-	    rec >= RECORD_ROOM || buf[rec - 1] != '\n')
+	if (n >= CONTENT_READ_MAX || content_head(buf, n))
 		return 0;
-	for (size_t i = rec; i < n; i++)
-		if (buf[i] != '\n')
-			return 0;
-	if (!h && !content_is_lock_file(buf, n, (int64_t)n))
+	while (rec >= 2 && buf[rec - 1] == '\n' && buf[rec - 2] == '\n')
+		rec--;
+	if (rec == 0 || buf[rec - 1] != '\n' || rec >= RECORD_ROOM ||
+	    !content_is_lock_file(buf, n, (int64_t)n))
 		return 0;
 	content_parse(buf, n, &c);
 	return c.marker && c.pid > 0 ? rec : 0;

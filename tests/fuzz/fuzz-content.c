@@ -179,7 +179,9 @@ static size_t ref_head(const char *d, size_t len)
 	if (!content_is_lock_file(d, i + 1, (int64_t)(i + 1)))
 		return 0;
 	ref_lines(d, i + 1, &h);
-	return h.pid_line && h.ts_line && h.kind_line ? i + 2 : 0;
+	/* ... padded to the room the library gives such a record. */
+	return h.pid_line && h.ts_line && h.kind_line && i + 2 >= 512 ? i + 2
+									: 0;
 }
 
 static void ref_parse(const char *d, size_t len, struct ref *r)
