@@ -283,8 +283,9 @@ static int mark_released(struct pidlock *lock, int fd)
 	len = content_format_released(rec, sizeof(rec), io_now_sec(), c.marker,
 				      FMT_KEEP);
 	return io_write_content(io_write_fd(lock, fd), rec, len,
-				(size_t)st.st_size,
-				!(lock->set.flags & PIDLOCK_NO_SYNC));
+				&(struct io_old){ (size_t)st.st_size, c.head },
+				IO_KEEP_TAIL |
+				((lock->set.flags & PIDLOCK_NO_SYNC) ? 0 : IO_SYNC));
 }
 
 static int unlock_fd(struct pidlock *lock, int fd)

@@ -299,11 +299,18 @@ static void parse_line(const char *s, const char *end, bool first, bool cut,
 
 void content_parse(const char *data, size_t len, struct content *c)
 {
+	size_t head = content_head(data, len);
 	const char *p = data;
-	const char *end = data + len;
+	const char *end;
 	bool first = true;
 
 	memset(c, 0, sizeof(*c));
+	/* The holder's bytes after our record are none of the record's:
+	 * a pid= among them names nobody. */
+	c->head = content_head_tail(data, len);
+	if (head)
+		len = head;
+	end = data + len;
 	/* We never write a BOM; one reference reader trims it, so do we. */
 	if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
 		p += 3;
@@ -430,6 +437,7 @@ struct grammar {
 	bool first;		/* no line seen yet */
 	bool bare_first;	/* the first line was a bare pid */
 	bool has_pid;		/* a pid= line */
+	bool has_ts;		/* a timestamp= line */
 	bool has_lock;		/* a lock= line naming a kind we know */
 	bool has_keys;		/* any key=value line */
 	bool has_unknown;	/* a key this version does not write */
@@ -491,6 +499,8 @@ static bool line_ok(const char *s, const char *end, bool cut,
 	}
 	if (token_is(s, eq, "pid"))
 		g->has_pid = true;
+	if (token_is(s, eq, "timestamp"))
+		g->has_ts = true;
 	return value_ok(s, eq, eq + 1, end, cut, g);
 }
 
@@ -508,11 +518,81 @@ static bool text_ok(const char *s, size_t len)
 	return true;
 }
 
+/* Every line of [p, end) valid (line_ok()); the last one may be cut
+ * if it has no LF. */
+static bool lines_ok(const char *p, const char *end, struct grammar *g)
+{
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *s = p, *le = nl ? nl : end;
+
+		while (s < le && is_space(*s))
+			s++;
+		while (le > s && is_space(le[-1]))
+			le--;
+		if (s < le) {
+			if (!line_ok(s, le, !nl, g))
+				return false;
+			g->first = false;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return true;
+}
+
+/*
+ * Our record followed by the holder's bytes (doc/protocol.md, 3a, "The
+ * holder's bytes").  A record ends at its first empty line: the first
+ * two LF bytes in a row, at RECORD_ROOM (512) bytes or more, as every
+ * record that such bytes may follow is padded.  What comes before them is one of our records
+ * if it is text, every line valid, with a pid=, a timestamp= and our
+ * marker naming a kind; then whatever follows the empty line is the
+ * holder's, any bytes, any length, and no reader looks at it.  A spec
+ * peer's record has no marker: followed by other lines it is refused,
+ * as before.  Returns the record's length, its empty line included,
+ * or 0 if data does not start with a complete record of ours.
+ */
+size_t content_head(const char *data, size_t len)
+{
+	struct grammar g = { .first = true };
+	const char *blank = memmem(data, len, "\n\n", 2);
+	size_t n;
+
+	if (!blank)
+		return 0;
+	n = (size_t)(blank - data) + 1;	/* up to the last line's LF */
+	if (n > PIDLOCK_CONTENT_MAX || !text_ok(data, n) ||
+	    !lines_ok(data, data + n, &g))
+		return 0;
+	if (!g.has_pid || !g.has_ts || !g.has_lock)
+		return 0;
+	/* Such a record has its room (io_hand_out()): a shorter one with
+	 * text after it is somebody's notes (a record of ours copied by
+	 * hand), and judged as a whole. */
+	return n + 1 >= RECORD_ROOM ? n + 1 : 0;
+}
+
+/* content_head() where bytes other than LF follow the record: the
+ * holder's, which a rewrite keeps or a takeover cuts.  A record padded
+ * with newlines only (a takeover over a longer file) is one record, and
+ * rewritten as any. */
+size_t content_head_tail(const char *data, size_t len)
+{
+	size_t head = content_head(data, len);
+
+	for (size_t i = head; head && i < len; i++)
+		if (data[i] != '\n')
+			return head;
+	return 0;
+}
+
 bool content_is_lock_file(const char *data, size_t len, int64_t size)
 {
 	struct grammar g = { .first = true };
-	const char *p = data, *end;
+	const char *p = data;
 
+	if (content_head(data, len))
+		return true;
 	if (size > PIDLOCK_CONTENT_MAX || len > PIDLOCK_CONTENT_MAX)
 		return false;
 	/* A crash can leave a write's blocks allocated but never filled
@@ -524,24 +604,8 @@ bool content_is_lock_file(const char *data, size_t len, int64_t size)
 		p += 3;
 		len -= 3;
 	}
-	end = p + len;
-	if (!text_ok(p, len))
+	if (!text_ok(p, len) || !lines_ok(p, p + len, &g))
 		return false;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *s = p, *le = nl ? nl : end;
-
-		while (s < le && is_space(*s))
-			s++;
-		while (le > s && is_space(le[-1]))
-			le--;
-		if (s < le) {
-			if (!line_ok(s, le, !nl, &g))
-				return false;
-			g.first = false;
-		}
-		p = nl ? nl + 1 : end;
-	}
 	/* Key lines are a record only with its anchor: a pid= line, or
 	 * our marker; other keys only beside a pid=.  A bare pid stands
 	 * alone, or leads our PLAIN_PID record. */

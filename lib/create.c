@@ -168,7 +168,8 @@ static int prepare(struct pidlock *lock, int fd, pid_t pid, bool take_locks)
 	unsigned int busy = 0;
 	struct stat st;
 	int r = io_write_record(lock, fd, pid,
-				lock->set.flags & PIDLOCK_KEEP_FILE, 0);
+				lock->set.flags & PIDLOCK_KEEP_FILE,
+				&(struct io_old){ 0, 0 }, 0);
 
 	if (r < 0)
 		return r;

@@ -366,8 +366,13 @@ static int takeover(struct pidlock *lock, int fd, const struct stat *st,
 		    const struct content *c)
 {
 	pid_t pid = lock->hold.fd_pid ? lock->hold.fd_pid : self_pid();
+	/* A crashed or released holder's bytes after its record go with
+	 * it; a shared record's stay: its other holders may be alive, and
+	 * one of them wrote them. */
+	const struct io_old old = { (size_t)st->st_size, c->head };
 	int r = io_write_record(lock, io_write_fd(lock, fd), pid,
-				must_keep(lock, c), (size_t)st->st_size);
+				must_keep(lock, c), &old,
+				c->shared ? IO_KEEP_TAIL : 0);
 
 	if (r < 0)
 		return r;

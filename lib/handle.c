@@ -128,11 +128,18 @@ PIDLOCK_EXPORT int pidlock_fd(const struct pidlock *lock)
 		return -EINVAL;
 	if (lock->hold.fd < 0)
 		return -ENOLCK;
-	/* The caller may dup it or fork with it: release must then unlock
-	 * before it closes.  The const promises the caller that the lock is
-	 * not changed; this note is bookkeeping, made through a pointer that
-	 * pidlock_new() set to the handle's own field. */
-	*lock->hold.mark_given = true;
+	/* The caller may write through it: its bytes go after the record
+	 * (io_hand_out()).  It may dup it or fork with it: release must then
+	 * unlock before it closes.  The const promises the caller that the
+	 * lock is not changed; this note is bookkeeping, made through a
+	 * pointer that pidlock_new() set to the handle's own field. */
+	if (!lock->hold.fd_given) {
+		int r = io_hand_out(lock);
+
+		if (r < 0)
+			return io_rc_filter(r);
+		*lock->hold.mark_given = true;
+	}
 	return lock->hold.fd;
 }
 

@@ -156,6 +156,8 @@ struct content {
 	char host[HOST_NAME_LEN + 1];	/* host=: who wrote it, for people */
 	char boot[HOST_BOOT_LEN + 1];	/* boot=: under which kernel, "" */
 	uint64_t pidns;		/* pidns=: the writer's pid namespace, 0 */
+	size_t head;		/* content_head_tail(): our record's length
+				 * when the holder's bytes follow it, else 0 */
 };
 
 
@@ -190,6 +192,8 @@ size_t content_format_released(char *buf, size_t size, int64_t now,
 			       unsigned int kinds, unsigned int opts);
 void content_parse(const char *data, size_t len, struct content *c);
 bool content_is_lock_file(const char *data, size_t len, int64_t size);
+size_t content_head(const char *data, size_t len);
+size_t content_head_tail(const char *data, size_t len);
 bool content_is_spec(const struct content *c);
 void content_clean_tag(char *dst, size_t size, const char *src, size_t len);
 bool content_boot_ok(const char *s, const char *end);
@@ -273,10 +277,34 @@ void split_end(struct pidlock *lock);
 void split_suspend(struct pidlock *lock);
 int split_resume(struct pidlock *lock, int fd);
 ssize_t io_read_settled(int fd, char *buf, size_t size, struct stat *st);
-int io_write_content(int fd, const char *buf, size_t len, size_t old_len,
-		     bool sync);
+/* What a record is written over: the file's length, and the length of
+ * our record in it when the holder's bytes follow (content_head_tail()),
+ * else 0. */
+struct io_old {
+	size_t size;
+	size_t head;
+};
+
+/* How: IO_SYNC fdatasync(2)s; IO_KEEP_TAIL keeps what follows the old
+ * record (the holder rewrites its own), else a longer file is cut at the
+ * new record's end (a takeover); IO_APPENDS: the description has
+ * O_APPEND (pidlock_fd() handed it out); IO_ROOM pads the record to
+ * RECORD_ROOM. */
+#define IO_SYNC 1U
+#define IO_KEEP_TAIL 2U
+#define IO_APPENDS 4U
+#define IO_ROOM 8U
+/* Room that any record of ours fits, with its empty line: what a record
+ * that the holder's bytes may follow is padded to, so that a rewrite
+ * (another pid, a released record) never runs into them. */
+#define RECORD_ROOM SHARED_RECORD_LEN
+int io_write_content(int fd, const char *buf, size_t len,
+		     const struct io_old *old, unsigned int how);
 int io_write_record(struct pidlock *lock, int fd, pid_t pid, bool keep,
-		    size_t old_len);
+		    const struct io_old *old, unsigned int how);
+int io_held_old(const struct pidlock *lock, struct io_old *old);
+unsigned int io_hold_how(const struct pidlock *lock);
+int io_hand_out(const struct pidlock *lock);
 int64_t io_now_sec(void);
 int64_t io_now_ms(void);
 int64_t io_mtime_ns(const struct stat *st);

@@ -3,10 +3,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -87,12 +90,45 @@ ssize_t io_read_settled(int fd, char *buf, size_t size, struct stat *st)
 	return n;
 }
 
-static int pwrite_all(int fd, const char *buf, size_t len)
+/* Linux 6.9's pwritev2(2) flag: this write at its offset, whatever
+ * O_APPEND says.  Older kernels refuse it with EOPNOTSUPP. */
+#ifndef RWF_NOAPPEND
+#define RWF_NOAPPEND 0x00000020
+#endif
+
+/* Set once a kernel refused RWF_NOAPPEND: no second try per write. */
+static int noappend_refused;
+
+/* One write at `off`; through a description with O_APPEND (`appends`)
+ * without appending, or -EOPNOTSUPP where the kernel cannot. */
+static ssize_t pwrite_at(int fd, const char *buf, size_t len, off_t off,
+			 bool appends)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	ssize_t n;
+
+	if (!appends)
+		return pwrite(fd, buf, len, off);
+	if (__atomic_load_n(&noappend_refused, __ATOMIC_RELAXED)) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	n = pwritev2(fd, &iov, 1, off, RWF_NOAPPEND);
+	if (n < 0 && (errno == EOPNOTSUPP || errno == ENOSYS ||
+		      errno == EINVAL)) {
+		__atomic_store_n(&noappend_refused, 1, __ATOMIC_RELAXED);
+		errno = EOPNOTSUPP;
+	}
+	return n;
+}
+
+static int pwrite_all(int fd, const char *buf, size_t len, bool appends)
 {
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t n = pwrite(fd, buf + done, len - done, (off_t)done);
+		ssize_t n = pwrite_at(fd, buf + done, len - done, (off_t)done,
+				      appends);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -104,30 +140,116 @@ static int pwrite_all(int fd, const char *buf, size_t len)
 }
 
 /*
- * Replace the content in place without a reader ever seeing a shorter
- * or torn record: one write of the new record padded with newlines
- * (ignored by spec parsers) to the old length, so no byte of the old
- * record survives behind it.  Nothing is ever cut: a file longer than a
- * lock file can be is somebody's data, and was refused before this.
+ * A kernel before 6.9 has no RWF_NOAPPEND: the record goes through a
+ * second open of the inode, which does not append.  /proc/self/fd/N
+ * names the description's own inode (O_NOFOLLOW would refuse the link
+ * itself, which is the kernel's), and fstat(2) confirms it.  Clearing
+ * O_APPEND around our write instead would let a write of the holder's,
+ * from another thread or a child sharing the description, land at the
+ * file offset meanwhile: on the record.
  */
-int io_write_content(int fd, const char *buf, size_t len, size_t old_len,
-		     bool sync)
+static int pwrite_reopened(int fd, const char *buf, size_t len)
 {
-	char padded[PIDLOCK_CONTENT_MAX];
+	char link[64];
+	struct stat mine, other;
+	int io, r;
+
+	(void)snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	io = open(link, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (io < 0)
+		return -errno;
+	if (fstat(fd, &mine) < 0 || fstat(io, &other) < 0) {
+		r = -errno;
+		(void)close(io);
+		return r;
+	}
+	r = mine.st_dev == other.st_dev && mine.st_ino == other.st_ino
+		    ? pwrite_all(io, buf, len, false)
+		    : -ESTALE;
+	(void)close(io);	/* a close(2) does not undo a write */
+	return r;
+}
+
+static int write_record_bytes(int fd, const char *buf, size_t len,
+			      bool appends)
+{
+	int r = pwrite_all(fd, buf, len, appends);
+
+	if (r == -EOPNOTSUPP && appends)
+		r = pwrite_reopened(fd, buf, len);
+	return r;
+}
+
+/*
+ * A record that the holder's bytes may follow: its lines, the last one
+ * padded with spaces (which every reader trims), and the empty line that
+ * ends it (content_head()), `target` bytes in all.  rec ends with LF;
+ * target >= len + 1.
+ */
+static size_t lay_head(char *out, const char *rec, size_t len, size_t target)
+{
+	memcpy(out, rec, len - 1);
+	memset(out + len - 1, ' ', target - len - 1);
+	out[target - 2] = '\n';
+	out[target - 1] = '\n';
+	return target;
+}
+
+/* The new content's bytes: see io_write_content(). */
+static ssize_t lay_out(char *out, size_t size, const char *buf, size_t len,
+		       const struct io_old *old, unsigned int how)
+{
+	size_t target = len;
+
+	if (old->head || (how & IO_ROOM)) {
+		if (target < old->head)
+			target = old->head;
+		if (target < len + 1)
+			target = len + 1;
+		if ((how & IO_ROOM) && target < RECORD_ROOM)
+			target = RECORD_ROOM;
+		if (target > size || len == 0 || buf[len - 1] != '\n')
+			return -EBADMSG;
+		return (ssize_t)lay_head(out, buf, len, target);
+	}
+	if (old->size > size)
+		return -EBADMSG;
+	memcpy(out, buf, len);
+	if (old->size > len) {
+		memset(out + len, '\n', old->size - len);
+		target = old->size;
+	}
+	return (ssize_t)target;
+}
+
+/*
+ * Replace the content in place without a reader ever seeing a shorter
+ * or torn record: one write of the new record, padded so that no byte
+ * of the old record survives behind it.  A file that is one record of
+ * any kind is padded with newlines (ignored by spec parsers) to its old
+ * length; nothing of it is ever cut: a file longer than a lock file can
+ * be is somebody's data, and was refused before this.  A record of ours
+ * that the holder's bytes may follow (old->head) is padded, inside,
+ * to its old length at least, so they stay where they are: kept when
+ * the holder rewrites its own record (IO_KEEP_TAIL), cut behind the new
+ * record when a takeover makes the file another holder's.
+ */
+int io_write_content(int fd, const char *buf, size_t len,
+		     const struct io_old *old, unsigned int how)
+{
+	char out[PIDLOCK_CONTENT_MAX];
+	ssize_t n = lay_out(out, sizeof(out), buf, len, old, how);
 	int r;
 
-	if (old_len > sizeof(padded))
-		return -EBADMSG;
-	if (old_len > len) {
-		memcpy(padded, buf, len);
-		memset(padded + len, '\n', old_len - len);
-		buf = padded;
-		len = old_len;
-	}
-	r = pwrite_all(fd, buf, len);
+	if (n < 0)
+		return (int)n;
+	r = write_record_bytes(fd, out, (size_t)n, how & IO_APPENDS);
 	if (r < 0)
 		return r;
-	if (sync && fdatasync(fd) < 0)
+	if (old->head && !(how & IO_KEEP_TAIL) && old->size > (size_t)n &&
+	    ftruncate(fd, (off_t)n) < 0)
+		return -errno;
+	if ((how & IO_SYNC) && fdatasync(fd) < 0)
 		return -errno;
 	return 0;
 }
@@ -148,10 +270,10 @@ static unsigned int record_opts(const struct pidlock *lock, bool keep)
 
 /*
  * The one writer of a holder's record (create, takeover, refresh): the
- * record for `pid`, stamped now, over old_len bytes of an earlier one.
- * What it wrote is noted in the handle, so that release can tell the
- * record is still ours without reading it back.  The caller passes the
- * pid it already has: getpid(2) is a system call, once per cycle.
+ * record for `pid`, stamped now, over `old`.  What it wrote is noted in
+ * the handle, so that release can tell the record is still ours without
+ * reading it back.  The caller passes the pid it already has: getpid(2)
+ * is a system call, once per cycle.
  *
  * Shared holders write without a lock among themselves: every one of
  * their writes is one pwrite(2) of max(old length, SHARED_RECORD_LEN)
@@ -159,22 +281,128 @@ static unsigned int record_opts(const struct pidlock *lock, bool keep)
  * the same length and the later one replaces all of the earlier one.
  */
 int io_write_record(struct pidlock *lock, int fd, pid_t pid, bool keep,
-		    size_t old_len)
+		    const struct io_old *old, unsigned int how)
 {
 	size_t len = content_format(lock->buf, sizeof(lock->buf), pid,
 				    io_now_sec(), lock->set.tag,
 				    lock->set.kinds, record_opts(lock, keep));
+	struct io_old over = *old;
 	int r;
 
 	len = content_put_host(lock->buf, sizeof(lock->buf), len, host_self());
-	if (lock->set.shared && old_len < SHARED_RECORD_LEN)
-		old_len = SHARED_RECORD_LEN;
-	r = io_write_content(fd, lock->buf, len, old_len,
-			     !(lock->set.flags & PIDLOCK_NO_SYNC));
+	if (lock->set.shared && !over.head && over.size < SHARED_RECORD_LEN)
+		over.size = SHARED_RECORD_LEN;
+	if (lock->set.shared && over.head)
+		how |= IO_ROOM;
+	if (!(lock->set.flags & PIDLOCK_NO_SYNC))
+		how |= IO_SYNC;
+	r = io_write_content(fd, lock->buf, len, &over, how);
 	if (r < 0)
 		return r;
 	lock->hold.writer = pid;
 	lock->hold.keep = keep;
+	return 0;
+}
+
+/*
+ * How the holder rewrites its own record through hold.fd.  The
+ * description may append if pidlock_fd() handed it out, here or in a
+ * process forked since the acquire, which shares it (pidlock(1) hands it
+ * to its command in the child): after a fork, or where forks cannot be
+ * counted (generation 0), we write as if it did.
+ */
+unsigned int io_hold_how(const struct pidlock *lock)
+{
+	unsigned int how = IO_KEEP_TAIL;
+	unsigned long gen = self_fork_generation();
+
+	if (lock->hold.fd_given || gen == 0 || lock->hold.gen != gen)
+		how |= IO_APPENDS;
+	if (!(lock->set.flags & PIDLOCK_NO_SYNC))
+		how |= IO_SYNC;
+	return how;
+}
+
+/*
+ * What a rewrite of the held record goes over: one read, no fstat(2),
+ * for a file that is one record; the length of a file of 4 KiB or more
+ * only where no record of ours leads it.
+ */
+int io_held_old(const struct pidlock *lock, struct io_old *old)
+{
+	char buf[CONTENT_READ_MAX];
+	ssize_t n = io_read_bounded(lock->hold.fd, buf, sizeof(buf));
+	struct stat st;
+
+	if (n < 0)
+		return (int)n;
+	old->head = content_head_tail(buf, (size_t)n);
+	old->size = (size_t)n;
+	if (old->head || (size_t)n < sizeof(buf))
+		return 0;
+	if (fstat(lock->hold.fd, &st) < 0)
+		return -errno;
+	old->size = (size_t)st.st_size;
+	return 0;
+}
+
+/*
+ * The record's own bytes, for the hand-out below: the file read is one
+ * record of ours, with nothing but blank lines after it (the padding of
+ * a shared record, or of a takeover over a longer file), shorter than
+ * RECORD_ROOM.  Else 0: it has its room already (content_head()), or
+ * somebody's bytes follow it.
+ */
+static size_t own_record(const char *buf, size_t n)
+{
+	size_t rec = n;
+	struct content c;
+
+	if (n >= CONTENT_READ_MAX || content_head(buf, n))
+		return 0;
+	while (rec >= 2 && buf[rec - 1] == '\n' && buf[rec - 2] == '\n')
+		rec--;
+	if (rec == 0 || buf[rec - 1] != '\n' || rec >= RECORD_ROOM ||
+	    !content_is_lock_file(buf, n, (int64_t)n))
+		return 0;
+	content_parse(buf, n, &c);
+	return c.marker && c.pid > 0 ? rec : 0;
+}
+
+/*
+ * pidlock_fd() hands the descriptor out: the holder may write through
+ * it from now on (filelock's on_acquired).  Its writes must never land
+ * on the record, or a crash would leave a file that is no lock file and
+ * is never taken over.  So the record gets its room (RECORD_ROOM) and
+ * its empty line (content_head()), and the description O_APPEND:
+ * write(2), and pwrite(2) too (Linux appends under O_APPEND whatever
+ * the offset), land after the record.  Ours then write with
+ * RWF_NOAPPEND, or through a second open (write_record_bytes()).  Once
+ * per hold; not synced: a crash before the next sync leaves the record
+ * as it was, which is still ours.
+ */
+int io_hand_out(const struct pidlock *lock)
+{
+	char buf[CONTENT_READ_MAX];
+	int fd = lock->hold.fd, fl;
+	ssize_t n = io_read_bounded(fd, buf, sizeof(buf));
+	size_t rec;
+
+	if (n < 0)
+		return (int)n;
+	rec = own_record(buf, (size_t)n);
+	if (rec) {
+		/* Over all n bytes: its padding goes too. */
+		struct io_old old = { .size = (size_t)n, .head = (size_t)n };
+		int r = io_write_content(fd, buf, rec, &old,
+					 IO_KEEP_TAIL | IO_ROOM);
+
+		if (r < 0)
+			return r;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_APPEND) < 0)
+		return -errno;
 	return 0;
 }
 

@@ -29,34 +29,23 @@ PIDLOCK_EXPORT int pidlock_verify(struct pidlock *lock)
 	return io_rc_filter(check_held(lock));
 }
 
-/* The length of the record in the held file, which a rewrite pads over
- * so that no byte of it survives behind the new one. */
-static int held_length(const struct pidlock *lock, size_t *len)
-{
-	struct stat st;
-
-	if (fstat(lock->hold.fd, &st) < 0)
-		return -errno;
-	*len = (size_t)st.st_size;
-	return 0;
-}
-
+/* The record is rewritten; the holder's bytes after it stay. */
 static int refresh(struct pidlock *lock)
 {
-	size_t old = 0;
+	struct io_old old = { 0, 0 };
 	int r;
 
 	if (!lock)
 		return -EINVAL;
 	r = check_held(lock);
 	if (r == 0)
-		r = held_length(lock, &old);
+		r = io_held_old(lock, &old);
 	/* Another shared holder may have made the file a kept one since. */
 	if (r == 0 && lock->set.shared)
 		r = shared_adopt_keep(lock) < 0 ? -EIO : 0;
 	if (r == 0)
 		r = io_write_record(lock, lock->hold.fd, self_pid(),
-				    lock->hold.keep, old);
+				    lock->hold.keep, &old, io_hold_how(lock));
 	return io_rc_filter(r);
 }
 
@@ -140,19 +129,20 @@ static bool file_names_us(const struct pidlock *lock)
 }
 
 /* The inode stays: say so in it, with no pid that could be misread;
- * keep=1 only for a kept file (see content.c). */
+ * keep=1 only for a kept file (see content.c).  The holder's bytes after
+ * the record stay until the next holder takes the file. */
 static int mark_released(struct pidlock *lock, bool keep)
 {
 	size_t len = content_format_released(lock->buf, sizeof(lock->buf),
 					     io_now_sec(), lock->set.kinds,
 					     keep ? FMT_KEEP : 0);
-	size_t old = 0;
-	int r = held_length(lock, &old);
+	struct io_old old = { 0, 0 };
+	int r = io_held_old(lock, &old);
 
 	if (r < 0)
 		return r;
-	return io_write_content(lock->hold.fd, lock->buf, len, old,
-				!(lock->set.flags & PIDLOCK_NO_SYNC));
+	return io_write_content(lock->hold.fd, lock->buf, len, &old,
+				io_hold_how(lock));
 }
 
 static bool kept_file(const struct pidlock *lock)

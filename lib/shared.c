@@ -94,7 +94,9 @@ static int hand_over_record(struct pidlock *lock)
 	if (!other)
 		return 0;
 	return io_write_record(lock, lock->hold.fd, other,
-			       lock->hold.keep || c.keep, (size_t)st.st_size);
+			       lock->hold.keep || c.keep,
+			       &(struct io_old){ (size_t)st.st_size, c.head },
+			       io_hold_how(lock));
 }
 
 /*

@@ -237,6 +237,176 @@ TU_LOCK_TEST(sigkill_holder_next_gets_it_at_once, 0)
 	ck_assert(strncmp(tu_read(p), pid_line(getpid()), strlen(pid_line(getpid()))) == 0);
 }
 
+/* The holder's bytes (doc/protocol.md, 3a): what a holder writes through
+ * pidlock_fd() -- write(2), and pwrite(2) at offset 0, which O_APPEND
+ * sends to the end as well -- lands after its record. */
+static int metadata_holder(struct tu_child *c, void *arg)
+{
+	struct pidlock *l;
+	int fd;
+
+	if (pidlock_new(&l, arg, 0) < 0 || pidlock_acquire(l, 0) < 0)
+		return 2;
+	fd = pidlock_fd(l);
+	if (fd < 0 || write(fd, "holder-", 7) != 7 ||
+	    pwrite(fd, "metadata", 8, 0) != 8)
+		return 3;
+	tu_signal(c, 'L');
+	pause();
+	return 0;
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), m = strlen(tail);
+
+	return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+/* ... so a losing contender leaves them be, every reader still finds
+ * the holder's record, and after the holder's SIGKILL the file is taken
+ * over (rule A), the dead holder's bytes cut.  Before, the write landed
+ * on the record ("holder-metadatatamp=...") and every later acquire
+ * failed with EBADMSG until somebody removed the file. */
+TU_LOCK_TEST(fd_writes_survive_sigkill, 0)
+{
+	struct pidlock_info info;
+	struct tu_child c;
+	char want[32];
+	char *before;
+	int r;
+
+	tu_spawn(&c, metadata_holder, p);
+	ck_assert_int_eq(tu_wait_signal(&c), 'L');
+	snprintf(want, sizeof(want), "pid=%ld\n", (long)c.pid);
+	ck_assert_msg(strncmp(tu_read(p), want, strlen(want)) == 0,
+		      "the holder's writes landed on its record: \"%s\"",
+		      tu_read(p));
+	ck_assert_msg(ends_with(tu_read(p), "holder-metadata"),
+		      "the holder's bytes are not at the end: \"%s\"",
+		      tu_read(p));
+	before = tu_snapshot(p);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	tu_assert_unchanged(p, before, "a losing contender");
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_HELD);
+	ck_assert_int_eq(info.pid, c.pid);
+	tu_kill(&c);
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_msg(info.state == PIDLOCK_STATE_ABANDONED,
+		      "state after the holder's SIGKILL: %s",
+		      pidlock_state_name(info.state));
+	r = pidlock_acquire(l, 0);
+	ck_assert_msg(r == 0, "acquire after the holder's SIGKILL: %d (%s)",
+		      r, strerror(-r));
+	ck_assert(strncmp(tu_read(p), pid_line(getpid()),
+			  strlen(pid_line(getpid()))) == 0);
+	ck_assert_msg(strstr(tu_read(p), "metadata") == NULL,
+		      "the dead holder's bytes stayed: \"%s\"", tu_read(p));
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert(!tu_exists(p));
+}
+
+/* The holder's bytes are kept while it holds: a refresh, by the holder
+ * or by a forked child (another pid, so another record), rewrites the
+ * record only; key lines among them name nobody; a kept file's release
+ * leaves them to the next holder's takeover, which cuts them. */
+TU_LOCK_TEST(fd_writes_kept_while_held, PIDLOCK_KEEP_FILE)
+{
+	const char *meta = "meta\npid=1\ntimestamp=1\n";
+	struct pidlock_info info;
+	pid_t child;
+	int fd, st;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	fd = pidlock_fd(l);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, meta, strlen(meta)), (ssize_t)strlen(meta));
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_msg(info.state == PIDLOCK_STATE_HELD && info.pid == getpid(),
+		      "inspect: %s, pid %ld", pidlock_state_name(info.state),
+		      (long)info.pid);
+	ck_assert_int_eq(pidlock_refresh(l), 0);
+	ck_assert_msg(ends_with(tu_read(p), meta), "refresh lost them: \"%s\"",
+		      tu_read(p));
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0)
+		_exit(pidlock_refresh(l) == 0 ? 0 : 1);
+	ck_assert_int_eq(waitpid(child, &st, 0), child);
+	ck_assert_int_eq(st, 0);
+	ck_assert(strncmp(tu_read(p), pid_line(child),
+			  strlen(pid_line(child))) == 0);
+	ck_assert_msg(ends_with(tu_read(p), meta),
+		      "the child's refresh lost them: \"%s\"", tu_read(p));
+	ck_assert_int_eq(pidlock_refresh(l), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_msg(info.state == PIDLOCK_STATE_FREE,
+		      "released: %s", pidlock_state_name(info.state));
+	ck_assert(ends_with(tu_read(p), meta));
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_msg(strstr(tu_read(p), "meta") == NULL,
+		      "the last holder's bytes stayed: \"%s\"", tu_read(p));
+	ck_assert_int_eq(pidlock_release(l), 0);
+}
+
+/* A shared acquirer that joins keeps the holder's bytes: a co-holder
+ * that is alive wrote them (a takeover cut them before). */
+TU_LOCK_TEST(fd_writes_kept_by_shared_joiner, PIDLOCK_SHARED)
+{
+	const char *meta = "meta-of-a-reader";
+	pid_t child;
+	int fd, st;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	fd = pidlock_fd(l);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, meta, strlen(meta)), (ssize_t)strlen(meta));
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		struct pidlock *b;
+
+		_exit(pidlock_new(&b, p, PIDLOCK_SHARED) < 0 ? 2
+		      : pidlock_acquire(b, 0) < 0	    ? 3
+							    : 0);
+	}
+	ck_assert_int_eq(waitpid(child, &st, 0), child);
+	ck_assert_int_eq(st, 0);
+	ck_assert_msg(ends_with(tu_read(p), meta),
+		      "a joining reader cut them: \"%s\"", tu_read(p));
+	ck_assert_int_eq(pidlock_release(l), 0);
+}
+
+/* A child forked during the hold shares the description: its
+ * pidlock_fd() makes it append for the parent too, whose later record
+ * writes must still go at the record (pidlock(1) hands the descriptor to
+ * its command so; the released record landed after the child's bytes). */
+TU_LOCK_TEST(fd_given_in_child_parent_writes_at_record, PIDLOCK_KEEP_FILE)
+{
+	struct pidlock_info info;
+	pid_t child;
+	int st;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		int fd = pidlock_fd(l);
+
+		_exit(fd >= 0 && write(fd, "child-meta", 10) == 10 ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(child, &st, 0), child);
+	ck_assert_int_eq(st, 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(strncmp(tu_read(p), "pid=4194304\n", 12) == 0,
+		      "the released record is not at the start: \"%s\"",
+		      tu_read(p));
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(info.state, PIDLOCK_STATE_FREE);
+}
+
 /* Rule B: a spec-only holder holds until stale = old AND pid dead. */
 TU_LOCK_TEST(spec_holder_rules, 0)
 {
@@ -1015,6 +1185,10 @@ int main(void)
 		{ kind_flags, 1 },
 		{ mixed_flags_exclude, 1 },
 		{ sigkill_holder_next_gets_it_at_once, 1 },
+		{ fd_writes_survive_sigkill, 1 },
+		{ fd_writes_kept_while_held, 1 },
+		{ fd_writes_kept_by_shared_joiner, 1 },
+		{ fd_given_in_child_parent_writes_at_record, 1 },
 		{ spec_holder_rules, 1 },
 		{ grace_waits_for_spec_writer, 1 },
 		{ grace_then_takeover, 1 },

@@ -154,14 +154,14 @@ class AsyncLock:
 
     def _undo(self, turn: list) -> None:
         """After acquire() failed: a hold that it took and did not return
-        is let go (pidlock_fd() tells whether the handle holds), a wait
+        is let go (_lib.held() tells whether the handle holds), a wait
         under way in the library is ended, and its turn passes on."""
         if not turn[0]:
             return
         lock = self._lock
         handle = lock._handle
         if handle is not None and lock._owner is None:
-            if _lib.lib.pidlock_fd(handle) >= 0:
+            if _lib.held(handle):
                 _lib.lib.pidlock_release(handle)
             else:
                 # Ends the library's wait (ENOLCK if none is under way).

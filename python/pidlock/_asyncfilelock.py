@@ -374,14 +374,14 @@ class BaseAsyncFileLock(FileLock):
 
 def _abandon(ctx: _Context) -> None:
     """After a failed first acquire: a hold the call took is let go, a
-    library wait under way is ended (pidlock_fd() tells which)."""
+    library wait under way is ended (_lib.held() tells which)."""
     lock = ctx.lock
     if lock is None or ctx.counter > 0:
         return
     handle = lock._handle
     if handle is None:
         return
-    if _lib.lib.pidlock_fd(handle) >= 0:
+    if _lib.held(handle):
         lock._owner = os.getpid()
         _let_go_uncounted(ctx)
     else:

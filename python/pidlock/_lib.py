@@ -12,6 +12,7 @@ with the C compiler's offsets.
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 from types import TracebackType
 from typing import Callable, List, Optional, Type
@@ -150,6 +151,15 @@ def _declare(lib: ctypes.CDLL) -> None:
 lib = _load()
 _declare(lib)
 Handle = _Handle
+
+
+def held(handle: _Handle) -> bool:
+    """Whether the C handle holds a lock.  Not pidlock_fd(): that hands
+    the descriptor out, which pads the record and makes the description
+    append (pidlock_fd(3)), for a caller that writes through it; a
+    question of ours writes nothing.  pidlock_verify() answers -ENOLCK
+    only for a handle that holds nothing."""
+    return lib.pidlock_verify(handle) != -errno.ENOLCK
 
 
 def settle(step: Callable[[], None], tries: int = 10) -> None:

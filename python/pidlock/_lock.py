@@ -123,12 +123,12 @@ class Lock(_lib.Owner):
     def locked(self) -> bool:
         """Whether this process holds the lock through this handle.
 
-        The C handle is the truth (it has a descriptor while it holds):
+        The C handle is the truth (pidlock_verify() says -ENOLCK while it holds nothing):
         a hold that an interrupt kept Python from recording still shows.
         A child made by os.fork() during the hold sees it unheld until
         it refresh()es."""
         handle = self._handle
-        if handle is None or _lib.lib.pidlock_fd(handle) < 0:
+        if handle is None or not _lib.held(handle):
             return False
         return self._owner is None or self._owner == os.getpid()
 
@@ -152,7 +152,7 @@ class Lock(_lib.Owner):
                 self._drop_orphan(handle)
                 # Not held before: a hold found after an exception is
                 # this call's, and nobody was told of it.
-                mine = _lib.lib.pidlock_fd(handle) < 0
+                mine = not _lib.held(handle)
                 self._debug(_log.ATTEMPT_ACQUIRE)
                 rc = retrying(_lib.lib.pidlock_acquire, handle, ms)
                 if rc == 0:
@@ -182,7 +182,7 @@ class Lock(_lib.Owner):
         interrupt at __exit__'s first line), is let go before the next
         take; the C library keeps a forked parent's file (only the
         child's descriptor is closed)."""
-        if _lib.lib.pidlock_fd(handle) < 0:
+        if not _lib.held(handle):
             return
         if self._owner is None:
             _lib.lib.pidlock_release(handle)
@@ -207,10 +207,10 @@ class Lock(_lib.Owner):
         return not in_with_block(frame.f_code, site[2], frame.f_lasti)
 
     def _undo_acquire(self) -> None:
-        # pidlock_fd() tells whether the handle holds: if so, the hold
+        # _lib.held() tells whether the handle holds: if so, the hold
         # is one that acquire() took but did not return.
         handle = self._handle
-        if handle is not None and _lib.lib.pidlock_fd(handle) >= 0:
+        if handle is not None and _lib.held(handle):
             _lib.lib.pidlock_release(handle)
         self._owner = None
 
@@ -244,7 +244,7 @@ class Lock(_lib.Owner):
     def _finish_release(self) -> None:
         self._site = self._site_frame = None
         handle = self._handle
-        if handle is not None and _lib.lib.pidlock_fd(handle) >= 0:
+        if handle is not None and _lib.held(handle):
             _let_go(handle, self._owner)
         self._owner = None
 
@@ -314,7 +314,7 @@ class Lock(_lib.Owner):
             # of __exit__ ran).
             with self._guard:
                 _lib.settle(self._finish_release)
-        mine = handle is None or _lib.lib.pidlock_fd(handle) < 0 or self._owner is None
+        mine = handle is None or not _lib.held(handle) or self._owner is None
         try:
             self.acquire()
             self._site, self._site_frame = site, frame

@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,6 +51,7 @@ static struct {
 	int norename;		/* -1: read the environment first */
 	int noflock;		/* -1: read the environment first */
 	int nowatch;
+	int nonoappend;	/* pwritev2(RWF_NOAPPEND) refused */
 	fault_hook created;	/* once, after an O_EXCL create */
 	fault_fd_hook closing;	/* once, before close(closing_fd) */
 	fault_fd_hook shortened;	/* once, after a shortened write */
@@ -480,6 +482,25 @@ EXPORT int flock(int fd, int op)
 		return -1;
 	}
 	return real_flock(fd, op);
+}
+
+EXPORT void fault_nonoappend(int on)
+{
+	st.nonoappend = on;
+}
+
+/* RWF_NOAPPEND (0x20) refused as a kernel before 6.9 refuses it. */
+EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off,
+			int flags)
+{
+	REAL(ssize_t, pwritev2, (int, const struct iovec *, int, off_t, int));
+
+	if (st.nonoappend && (flags & 0x20)) {
+		st.hit++;
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	return real_pwritev2(fd, iov, cnt, off, flags);
 }
 
 EXPORT int inotify_add_watch(int fd, const char *path, uint32_t mask)

@@ -38,6 +38,9 @@ void fault_noflock(int on);
 /* Every inotify_add_watch(2) fails with ENOSPC, as with the user's
  * watch quota used up; fault_hits() counts them. */
 void fault_nowatch(int on);
+/* Every pwritev2(2) with RWF_NOAPPEND fails with EOPNOTSUPP, as before
+ * Linux 6.9; fault_hits() counts them. */
+void fault_nonoappend(int on);
 /* fn(path) runs once, right after the next successful open(2) with
  * O_CREAT|O_EXCL of a name that is not a temp name: the in-place
  * create's window between its create and its locks. */

@@ -691,6 +691,46 @@ START_TEST(test_no_flock)
 }
 END_TEST
 
+/*
+ * A kernel without RWF_NOAPPEND (before Linux 6.9): the record writes
+ * on a description that pidlock_fd() made append (doc/protocol.md, 3a,
+ * "The holder's bytes") go through a second open of the inode, at the
+ * record, and the holder's bytes stay after it: a refresh, and the
+ * released record of a kept file.  Without that fallback the refresh
+ * fails with EOPNOTSUPP.
+ */
+START_TEST(test_no_rwf_noappend)
+{
+	const char *meta = "holder-metadata";
+	struct pidlock *lock;
+	char want[32];
+	int fd, r;
+
+	fresh_dir();
+	ck_assert_int_eq(pidlock_new(&lock, path, PIDLOCK_KEEP_FILE), 0);
+	fault_nonoappend(1);
+	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
+	fd = pidlock_fd(lock);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, meta, strlen(meta)), (ssize_t)strlen(meta));
+	r = pidlock_refresh(lock);
+	ck_assert_msg(r == 0, "refresh without RWF_NOAPPEND: %d (%s)", r,
+		      strerror(-r));
+	ck_assert_int_gt(fault_hits(), 0);
+	snprintf(want, sizeof(want), "pid=%ld\n", (long)getpid());
+	ck_assert_msg(strncmp(tu_read(path), want, strlen(want)) == 0 &&
+		      strstr(tu_read(path), meta) &&
+		      strcmp(strstr(tu_read(path), meta), meta) == 0,
+		      "after the refresh: \"%s\"", tu_read(path));
+	ck_assert_int_eq(pidlock_release(lock), 0);
+	ck_assert_msg(strncmp(tu_read(path), "pid=4194304\n", 12) == 0 &&
+		      strstr(tu_read(path), meta),
+		      "after the release: \"%s\"", tu_read(path));
+	fault_nonoappend(0);
+	pidlock_free(lock);
+}
+END_TEST
+
 static volatile int forked;
 static pid_t fork_child = -1;
 
@@ -1069,6 +1109,7 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc, test_takeover);
 	tcase_add_test(tc, test_release);
 	tcase_add_test(tc, test_refresh);
+	tcase_add_test(tc, test_no_rwf_noappend);
 	return s;
 }
 

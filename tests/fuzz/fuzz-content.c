@@ -36,6 +36,8 @@ struct ref {
 	unsigned int marker;
 	const char *tag;	/* raw value of the last tag= line */
 	size_t tag_len;
+	bool pid_line, ts_line;	/* a pid= or timestamp= line, any value */
+	bool kind_line;		/* a lock= line naming a kind we know */
 };
 
 static bool blank(char ch)
@@ -94,7 +96,7 @@ static unsigned int kinds_of(const char *s, size_t n)
 	return k;
 }
 
-static void ref_parse(const char *d, size_t len, struct ref *r)
+static void ref_lines(const char *d, size_t len, struct ref *r)
 {
 	size_t n = len, i = 0;
 	bool first = true;
@@ -130,6 +132,13 @@ static void ref_parse(const char *d, size_t len, struct ref *r)
 		}
 		if (cut && !key_is(d + b, eq - b, "tag"))
 			continue;
+		if (key_is(d + b, eq - b, "pid"))
+			r->pid_line = true;
+		if (key_is(d + b, eq - b, "timestamp"))
+			r->ts_line = true;
+		if (key_is(d + b, eq - b, "lock") &&
+		    kinds_of(d + eq + 1, e - eq - 1))
+			r->kind_line = true;
 		if (key_is(d + b, eq - b, "pid")) {
 			r->pid = pid_of(d + eq + 1, e - eq - 1);
 		} else if (key_is(d + b, eq - b, "timestamp")) {
@@ -147,6 +156,39 @@ static void ref_parse(const char *d, size_t len, struct ref *r)
 	}
 	if (!r->has_ts)
 		r->ts = 0;
+}
+
+/*
+ * The holder's bytes (doc/protocol.md, 3a): what comes before the first
+ * empty line, a lock file by itself with a pid=, a timestamp= and a
+ * lock= naming a kind, is our record, and only it is parsed.  Its
+ * length with the empty line, or 0.
+ */
+static size_t ref_head(const char *d, size_t len)
+{
+	struct ref h;
+	size_t i = 0;
+
+	while (i + 1 < len && !(d[i] == '\n' && d[i + 1] == '\n'))
+		i++;
+	if (i + 1 >= len)
+		return 0;
+	/* Our writer never puts a BOM before its record. */
+	if (i + 1 >= 3 && memcmp(d, "\xef\xbb\xbf", 3) == 0)
+		return 0;
+	if (!content_is_lock_file(d, i + 1, (int64_t)(i + 1)))
+		return 0;
+	ref_lines(d, i + 1, &h);
+	/* ... padded to the room the library gives such a record. */
+	return h.pid_line && h.ts_line && h.kind_line && i + 2 >= 512 ? i + 2
+									: 0;
+}
+
+static void ref_parse(const char *d, size_t len, struct ref *r)
+{
+	size_t head = ref_head(d, len);
+
+	ref_lines(d, head ? head : len, r);
 }
 
 /* --- the cleaned tag ------------------------------------------------- */

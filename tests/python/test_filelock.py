@@ -176,6 +176,46 @@ def test_excludes_real_filelock_holder(lockpath):
         holder.close()
 
 
+METADATA_HOLDER = holder_script(
+    "import os, pidlock; "
+    "lock = pidlock.FileLock(sys.argv[1], on_acquired="
+    "lambda fd: os.write(fd, b'holder-metadata'))")
+
+
+def test_on_acquired_writes_survive_sigkill(lockpath):
+    """What on_acquired writes lands after the record (doc/protocol.md,
+    3a, "The holder's bytes"): a losing contender leaves it, and after
+    the holder's SIGKILL the next acquire takes the file over.  Before,
+    the write landed on the record and every later acquire raised
+    NotALockFile until somebody removed the file."""
+    holder = Holder(lockpath, script=METADATA_HOLDER)
+    try:
+        with open(lockpath, "rb") as f:
+            held = f.read()
+        assert held.startswith(b"pid=%d\n" % holder.pid), \
+            f"on_acquired wrote over the record: {held!r}"
+        assert held.endswith(b"holder-metadata"), held
+        with pytest.raises(Timeout):
+            FileLock(lockpath).acquire(timeout=0.1)
+        with open(lockpath, "rb") as f:
+            assert f.read() == held, "a losing contender changed the file"
+        info = pidlock.inspect(lockpath)
+        assert info.state == pidlock.State.HELD and info.pid == holder.pid, info
+    finally:
+        holder.proc.kill()
+        holder.proc.wait(timeout=10)
+    lock = FileLock(lockpath)
+    lock.acquire(timeout=0)   # NotALockFile before
+    try:
+        with open(lockpath, "rb") as f:
+            now = f.read()
+        assert now.startswith(b"pid=%d\n" % os.getpid()), now
+        assert b"holder-metadata" not in now, now
+    finally:
+        lock.release()
+    assert not os.path.exists(lockpath)
+
+
 def test_thread_ending_with_a_hold_lets_go(lockpath):
     lock = FileLock(lockpath)
     t = threading.Thread(target=lock.acquire)
