@@ -171,22 +171,35 @@ def test_async_filelock_times_out_without_blocking_the_loop(lockpath):
 
 
 def test_cancelled_async_acquire_leaves_nothing(lockpath):
+    holder = FileLock(lockpath, thread_local=False)
+    holder.acquire()
+    # A bound: a cancellation that waited for the holder (what this
+    # test catches) waits for this late release, not for ever, and the
+    # suite goes on (a mutation run counts a hung suite as not caught).
+    late = threading.Timer(10.0, holder.release)
+
     async def main() -> None:
-        holder = FileLock(lockpath)
-        holder.acquire()
         lock = AsyncFileLock(lockpath)
         task = asyncio.create_task(lock.acquire())
         await asyncio.sleep(0.1)
+        start = time.monotonic()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        assert time.monotonic() - start < 5.0
         assert not lock.is_locked and lock.lock_counter == 0
+        late.cancel()
         holder.release()
         async with lock:                 # the handle is usable again
             assert lock.is_locked
         assert not os.path.exists(lockpath)
 
-    asyncio.run(main())
+    late.start()
+    try:
+        asyncio.run(main())
+    finally:
+        late.cancel()
+        late.join()
 
 
 def test_async_thread_local_with_executor_is_refused(lockpath):
