@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -99,6 +100,29 @@ ssize_t io_read_settled(int fd, char *buf, size_t size, struct stat *st)
 /* Set once a kernel refused RWF_NOAPPEND: no second try per write. */
 static int noappend_refused;
 
+/* pwritev2(2): the C library's, else the system call (musl before
+ * 1.2.5 has none); the offset in two halves, as the kernel takes it. */
+static ssize_t io_pwritev2(int fd, const struct iovec *iov, int cnt,
+			   off_t off, int flags)
+{
+#ifdef HAVE_PWRITEV2
+	return pwritev2(fd, iov, cnt, off, flags);
+#elif defined(SYS_pwritev2)
+	uint64_t pos = (uint64_t)off;
+
+	return syscall(SYS_pwritev2, fd, iov, cnt, (unsigned long)pos,
+		       (unsigned long)(pos >> 32), flags);
+#else
+	(void)fd;
+	(void)iov;
+	(void)cnt;
+	(void)off;
+	(void)flags;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
 /* One write at `off`; through a description with O_APPEND (`appends`)
  * without appending, or -EOPNOTSUPP where the kernel cannot. */
 static ssize_t pwrite_at(int fd, const char *buf, size_t len, off_t off,
@@ -113,7 +137,7 @@ static ssize_t pwrite_at(int fd, const char *buf, size_t len, off_t off,
 		errno = EOPNOTSUPP;
 		return -1;
 	}
-	n = pwritev2(fd, &iov, 1, off, RWF_NOAPPEND);
+	n = io_pwritev2(fd, &iov, 1, off, RWF_NOAPPEND);
 	if (n < 0 && (errno == EOPNOTSUPP || errno == ENOSYS ||
 		      errno == EINVAL)) {
 		__atomic_store_n(&noappend_refused, 1, __ATOMIC_RELAXED);
