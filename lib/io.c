@@ -128,7 +128,9 @@ static ssize_t io_pwritev2(int fd, const struct iovec *iov, int cnt,
 static ssize_t pwrite_at(int fd, const char *buf, size_t len, off_t off,
 			 bool appends)
 {
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	/* The kernel only reads it: iovec has no const. */
+	struct iovec iov = { .iov_base = (void *)(uintptr_t)buf,
+			     .iov_len = len };
 	ssize_t n;
 
 	if (!appends)
