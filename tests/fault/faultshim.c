@@ -19,6 +19,8 @@
  * whatever it likes (a pid reused) between a look-up and its use.
  */
 #define _GNU_SOURCE
+#include "config.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -489,7 +491,10 @@ EXPORT void fault_nonoappend(int on)
 	st.nonoappend = on;
 }
 
-/* RWF_NOAPPEND (0x20) refused as a kernel before 6.9 refuses it. */
+/* RWF_NOAPPEND (0x20) refused as a kernel before 6.9 refuses it.  A C
+ * library without pwritev2 (musl 1.2.3) has the library make the
+ * system call itself, which no shim sees: nothing to wrap there. */
+#ifdef HAVE_PWRITEV2
 EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off,
 			int flags)
 {
@@ -502,6 +507,7 @@ EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off,
 	}
 	return real_pwritev2(fd, iov, cnt, off, flags);
 }
+#endif
 
 EXPORT int inotify_add_watch(int fd, const char *path, uint32_t mask)
 {
