@@ -63,7 +63,7 @@
 
 struct stall {
 	pid_t daemon;
-	char *mnt;
+	char mnt[PATH_MAX];	/* a copy: tu_path()'s buffers are reused */
 	int fd;		/* the caller's unrelated file on the mount */
 };
 
@@ -98,7 +98,7 @@ static bool stall_start(struct stall *s)
 			"%s\n", strerror(errno));
 		return false;
 	}
-	s->mnt = tu_path("mnt");
+	snprintf(s->mnt, sizeof(s->mnt), "%s", tu_path("mnt"));
 	ck_assert_int_eq(mkdir(s->mnt, 0755), 0);
 	s->daemon = fork();
 	ck_assert_int_ge(s->daemon, 0);
