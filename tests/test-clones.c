@@ -143,27 +143,39 @@ static void stall_end(struct stall *s)
 	ck_assert_int_eq(umount2(s->mnt, MNT_DETACH), 0);
 }
 
+/* The call under test beside the FUSE file (a timed acquire, or a
+ * release), timed; then the daemon is ended, and no FLUSH may have
+ * reached it.  The call's result, its time in *ms. */
+static int stall_call(struct stall *s, const char *what, struct pidlock *l,
+		      bool release, long *ms)
+{
+	long t0 = tu_ms();
+	int r = release ? pidlock_release(l) : pidlock_acquire(l, TIMED_MS);
+	int flushes;
+
+	*ms = tu_ms() - t0;
+	flushes = stall_flushes();
+	stall_end(s);
+	fprintf(stderr, "%s: %d after %ld ms, %d FLUSH\n", what, r, *ms,
+		flushes);
+	ck_assert_int_eq(flushes, 0);
+	return r;
+}
+
 START_TEST(fuse_timed_acquire)
 {
 	char *p = tu_path("a.lock");
 	struct stall s;
 	struct tu_child reader;
 	struct pidlock *l;
-	long t0, ms;
-	int r, flushes;
+	long ms;
+	int r;
 
 	if (!stall_start(&s))
 		return;
 	tu_hold(&reader, p, PIDLOCK_SHARED);
 	l = tu_new(p, 0);
-	t0 = tu_ms();
-	r = pidlock_acquire(l, TIMED_MS);
-	ms = tu_ms() - t0;
-	flushes = stall_flushes();
-	stall_end(&s);
-	fprintf(stderr, "fuse_timed_acquire: %d after %ld ms, %d FLUSH\n", r,
-		ms, flushes);
-	ck_assert_int_eq(flushes, 0);
+	r = stall_call(&s, "fuse_timed_acquire", l, false, &ms);
 	ck_assert_int_eq(r, -ETIMEDOUT);
 	ck_assert_msg(ms < TIMED_BOUND_MS,
 		      "a %d ms acquire took %ld ms beside a FUSE file",
@@ -178,21 +190,14 @@ START_TEST(fuse_keep_release)
 	char *p = tu_path("a.lock");
 	struct stall s;
 	struct pidlock *l;
-	long t0, ms;
-	int r, flushes;
+	long ms;
+	int r;
 
 	if (!stall_start(&s))
 		return;
 	l = tu_new(p, PIDLOCK_KEEP_IF_USED);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	t0 = tu_ms();
-	r = pidlock_release(l);
-	ms = tu_ms() - t0;
-	flushes = stall_flushes();
-	stall_end(&s);
-	fprintf(stderr, "fuse_keep_release: %d after %ld ms, %d FLUSH\n", r,
-		ms, flushes);
-	ck_assert_int_eq(flushes, 0);
+	r = stall_call(&s, "fuse_keep_release", l, true, &ms);
 	ck_assert_int_eq(r, 0);
 	ck_assert_msg(ms < RELEASE_BOUND_MS,
 		      "a KEEP_IF_USED release took %ld ms beside a FUSE file",
