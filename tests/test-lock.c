@@ -307,6 +307,18 @@ TU_LOCK_TEST(fd_writes_survive_sigkill, 0)
 	ck_assert(!tu_exists(p));
 }
 
+
+/* Takes the lock and writes meta through the descriptor handed out:
+ * the holder's bytes (doc/protocol.md 3a). */
+static void hold_and_write(struct pidlock *l, const char *meta)
+{
+	int fd;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	fd = pidlock_fd(l);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, meta, strlen(meta)), (ssize_t)strlen(meta));
+}
 /* The holder's bytes are kept while it holds: a refresh, by the holder
  * or by a forked child (another pid, so another record), rewrites the
  * record only; key lines among them name nobody; a kept file's release
@@ -316,12 +328,9 @@ TU_LOCK_TEST(fd_writes_kept_while_held, PIDLOCK_KEEP_FILE)
 	const char *meta = "meta\npid=1\ntimestamp=1\n";
 	struct pidlock_info info;
 	pid_t child;
-	int fd, st;
+	int st;
 
-	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	fd = pidlock_fd(l);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, meta, strlen(meta)), (ssize_t)strlen(meta));
+	hold_and_write(l, meta);
 	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
 	ck_assert_msg(info.state == PIDLOCK_STATE_HELD && info.pid == getpid(),
 		      "inspect: %s, pid %ld", pidlock_state_name(info.state),
@@ -357,12 +366,9 @@ TU_LOCK_TEST(fd_writes_kept_by_shared_joiner, PIDLOCK_SHARED)
 {
 	const char *meta = "meta-of-a-reader";
 	pid_t child;
-	int fd, st;
+	int st;
 
-	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	fd = pidlock_fd(l);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, meta, strlen(meta)), (ssize_t)strlen(meta));
+	hold_and_write(l, meta);
 	child = fork();
 	ck_assert_int_ge(child, 0);
 	if (child == 0) {
