@@ -54,7 +54,7 @@ PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
 	lock->set.grace_ms = PIDLOCK_DEFAULT_GRACE_MS;
 	lock->hold.fd = -1;
 	lock->hold.wait_ifd = -1;
-	lock->hold.mark_given = &lock->hold.fd_given;
+	lock->hold.self = lock;
 	*lockp = lock;
 	return 0;
 }
@@ -132,13 +132,14 @@ PIDLOCK_EXPORT int pidlock_fd(const struct pidlock *lock)
 	 * (io_hand_out()).  It may dup it or fork with it: release must then
 	 * unlock before it closes.  The const promises the caller that the
 	 * lock is not changed; this note is bookkeeping, made through a
-	 * pointer that pidlock_new() set to the handle's own field. */
+	 * pointer that pidlock_new() set to the handle itself. */
 	if (!lock->hold.fd_given) {
 		int r = io_hand_out(lock);
 
 		if (r < 0)
 			return io_rc_filter(r);
-		*lock->hold.mark_given = true;
+		lock->hold.self->hold.noappend = r ? 1 : -1;
+		lock->hold.self->hold.fd_given = true;
 	}
 	return lock->hold.fd;
 }

@@ -21,4 +21,5 @@ void hold_clear(struct pidlock *lock)
 	lock->hold.queued = false;
 	lock->hold.fd_pid = 0;
 	lock->hold.fd_given = false;
+	lock->hold.noappend = 0;
 }

@@ -76,8 +76,11 @@ struct pidlock {
 		pid_t fd_pid;	/* pidlock_lock_fd(): the pid its record
 				 * names, and the file is kept; else 0 */
 		bool fd_given;	/* pidlock_fd() told the caller the fd */
-		bool *mark_given;	/* &fd_given, for pidlock_fd()'s
-					 * const handle */
+		signed char noappend;	/* RWF_NOAPPEND on it, as the hand-out
+					 * found: 1 honoured, -1 ignored (a
+					 * stacked file system), 0 untried */
+		struct pidlock *self;	/* the handle, for pidlock_fd()'s
+					 * const one to note the above */
 		int wait_ifd;	/* the wait's inotify, closed after release */
 	} hold;
 	/* pidlock_lock_fd() and pidlock_unlock_fd() on a caller's
@@ -287,13 +290,17 @@ struct io_old {
 
 /* How: IO_SYNC fdatasync(2)s; IO_KEEP_TAIL keeps what follows the old
  * record (the holder rewrites its own), else a longer file is cut at the
- * new record's end (a takeover); IO_APPENDS: the description has
- * O_APPEND (pidlock_fd() handed it out); IO_ROOM pads the record to
+ * new record's end (a takeover); IO_APPENDS: the description may have
+ * O_APPEND (pidlock_fd() handed it out, or a fork may have), with
+ * IO_NOAPPEND_OK where the hand-out found RWF_NOAPPEND honoured and
+ * IO_NOAPPEND_BAD where it found it ignored; IO_ROOM pads the record to
  * RECORD_ROOM. */
 #define IO_SYNC 1U
 #define IO_KEEP_TAIL 2U
 #define IO_APPENDS 4U
 #define IO_ROOM 8U
+#define IO_NOAPPEND_OK 16U
+#define IO_NOAPPEND_BAD 32U
 /* Room that any record of ours fits, with its empty line: what a record
  * that the holder's bytes may follow is padded to, so that a rewrite
  * (another pid, a released record) never runs into them. */

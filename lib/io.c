@@ -197,14 +197,37 @@ static int pwrite_reopened(int fd, const char *buf, size_t len)
 	return r;
 }
 
+/*
+ * The record's bytes at offset 0, whatever the description's O_APPEND.
+ * RWF_NOAPPEND where the hand-out found it honoured; a stacked file
+ * system (overlayfs) passes the write on to its own open file, which
+ * appends, and drops the flag: there, and where nobody tried it (a fork
+ * may have handed the description out), a second open, unless the
+ * description does not append at all.  Without /proc a second open
+ * cannot be made: RWF_NOAPPEND then, unless the hand-out saw it
+ * ignored, which is an error rather than a record among the holder's
+ * bytes.
+ */
 static int write_record_bytes(int fd, const char *buf, size_t len,
-			      bool appends)
+			      unsigned int how)
 {
-	int r = pwrite_all(fd, buf, len, appends);
+	int fl, r;
 
-	if (r == -EOPNOTSUPP && appends)
-		r = pwrite_reopened(fd, buf, len);
-	return r;
+	if (!(how & IO_APPENDS))
+		return pwrite_all(fd, buf, len, false);
+	if (how & IO_NOAPPEND_OK) {
+		r = pwrite_all(fd, buf, len, true);
+		return r == -EOPNOTSUPP ? pwrite_reopened(fd, buf, len) : r;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
+	if (!(fl & O_APPEND))
+		return pwrite_all(fd, buf, len, false);
+	r = pwrite_reopened(fd, buf, len);
+	if (r != -ENOENT || (how & IO_NOAPPEND_BAD))
+		return r;
+	return pwrite_all(fd, buf, len, true);
 }
 
 /*
@@ -270,7 +293,7 @@ int io_write_content(int fd, const char *buf, size_t len,
 
 	if (n < 0)
 		return (int)n;
-	r = write_record_bytes(fd, out, (size_t)n, how & IO_APPENDS);
+	r = write_record_bytes(fd, out, (size_t)n, how);
 	if (r < 0)
 		return r;
 	if (old->head && !(how & IO_KEEP_TAIL) && old->size > (size_t)n &&
@@ -345,6 +368,10 @@ unsigned int io_hold_how(const struct pidlock *lock)
 
 	if (lock->hold.fd_given || gen == 0 || lock->hold.gen != gen)
 		how |= IO_APPENDS;
+	if (lock->hold.noappend > 0)
+		how |= IO_NOAPPEND_OK;
+	if (lock->hold.noappend < 0)
+		how |= IO_NOAPPEND_BAD;
 	if (!(lock->set.flags & PIDLOCK_NO_SYNC))
 		how |= IO_SYNC;
 	return how;
@@ -397,6 +424,34 @@ static size_t own_record(const char *buf, size_t n)
 }
 
 /*
+ * Whether RWF_NOAPPEND keeps a write through `fd`, which appends, at its
+ * offset: 1 if so, 0 if the kernel refuses it or the write appended.
+ * The probe rewrites the record's first byte, `first`, in place; where
+ * it was appended instead, the file is cut back, which is safe while
+ * the descriptor has not yet been handed out: nobody else wrote.
+ */
+static int noappend_probe(int fd, char first)
+{
+	struct stat before, after;
+	int r;
+
+	if (fstat(fd, &before) < 0)
+		return -errno;
+	r = pwrite_all(fd, &first, 1, true);
+	if (r == -EOPNOTSUPP)
+		return 0;
+	if (r < 0)
+		return r;
+	if (fstat(fd, &after) < 0)
+		return -errno;
+	if (after.st_size == before.st_size)
+		return 1;
+	if (ftruncate(fd, before.st_size) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
  * pidlock_fd() hands the descriptor out: the holder may write through
  * it from now on (filelock's on_acquired).  Its writes must never land
  * on the record, or a crash would leave a file that is no lock file and
@@ -404,9 +459,10 @@ static size_t own_record(const char *buf, size_t n)
  * its empty line (content_head()), and the description O_APPEND:
  * write(2), and pwrite(2) too (Linux appends under O_APPEND whatever
  * the offset), land after the record.  Ours then write with
- * RWF_NOAPPEND, or through a second open (write_record_bytes()).  Once
- * per hold; not synced: a crash before the next sync leaves the record
- * as it was, which is still ours.
+ * RWF_NOAPPEND, or through a second open (write_record_bytes()), as
+ * the probe tells (1 or 0).  Once per hold; not
+ * synced: a crash before the next sync leaves the record as it was,
+ * which is still ours.
  */
 int io_hand_out(const struct pidlock *lock)
 {
@@ -430,7 +486,7 @@ int io_hand_out(const struct pidlock *lock)
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_APPEND) < 0)
 		return -errno;
-	return 0;
+	return n > 0 ? noappend_probe(fd, buf[0]) : 0;
 }
 
 int64_t io_now_sec(void)

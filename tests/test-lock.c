@@ -5,12 +5,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -412,6 +414,79 @@ TU_LOCK_TEST(fd_given_in_child_parent_writes_at_record, PIDLOCK_KEEP_FILE)
 	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
 	ck_assert_int_eq(info.state, PIDLOCK_STATE_FREE);
 }
+
+/*
+ * An overlay mount of the test's own, in a private mount namespace
+ * (Check's fork of this test owns it, and its end takes the mount
+ * away): where it cannot be had (no root, CK_FORK=no, a chroot whose
+ * "/" cannot be made private, no overlayfs), why, and NULL.
+ */
+static const char *overlay_dir(char *why, size_t size)
+{
+	static const char *const sub[] = { "", "/lower", "/upper", "/work",
+					   "/merged" };
+	static char merged[1024];
+	const char *fork_mode = getenv("CK_FORK");
+	char top[1024], d[1100], opts[4096];
+	size_t i;
+
+	if (geteuid() != 0 || (fork_mode && strcmp(fork_mode, "no") == 0)) {
+		tu_fmt(why, size, "needs root and CK_FORK");
+		return NULL;
+	}
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		tu_fmt(why, size, "no private mount namespace: %s",
+		       strerror(errno));
+		return NULL;
+	}
+	tu_fmt(top, sizeof(top), "%s/ovl", tu_dir());
+	for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		tu_fmt(d, sizeof(d), "%s%s", top, sub[i]);
+		ck_assert_msg(mkdir(d, 0755) == 0, "mkdir %s: %s", d,
+			      strerror(errno));
+	}
+	tu_fmt(merged, sizeof(merged), "%s/merged", top);
+	tu_fmt(opts, sizeof(opts), "lowerdir=%s/lower,upperdir=%s/upper,"
+	       "workdir=%s/work", top, top, top);
+	if (mount("overlay", merged, "overlay", 0, opts) < 0) {
+		ck_assert_msg(errno == ENODEV || errno == EINVAL ||
+			      errno == EPERM || errno == EOPNOTSUPP,
+			      "mount -t overlay: %s", strerror(errno));
+		tu_fmt(why, size, "mount -t overlay: %s", strerror(errno));
+		return NULL;
+	}
+	return merged;
+}
+
+/*
+ * On overlayfs a write goes on to the upper file system's own open file,
+ * which appends, and RWF_NOAPPEND is dropped on the way: the holder's
+ * record must still be rewritten at its place, by the handle that
+ * handed the descriptor out and by one whose fork did (io.c,
+ * noappend_probe() and write_record_bytes()).
+ */
+START_TEST(fd_writes_on_overlay)
+{
+	char why[256], path[1024];
+	const char *dir = overlay_dir(why, sizeof(why));
+	struct pidlock *l;
+
+	if (!dir) {
+		(void)fprintf(stderr, "SKIP fd_writes_on_overlay: %s\n", why);
+		return;
+	}
+	tu_fmt(path, sizeof(path), "%s/a.lock", dir);
+	ck_assert_int_eq(pidlock_new(&l, path, PIDLOCK_KEEP_FILE), 0);
+	fd_writes_kept_while_held_body(path, l);
+	pidlock_free(l);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(pidlock_new(&l, path, PIDLOCK_KEEP_FILE), 0);
+	fd_given_in_child_parent_writes_at_record_body(path, l);
+	pidlock_free(l);
+	ck_assert_int_eq(umount2(dir, MNT_DETACH), 0);
+}
+END_TEST
 
 /* Rule B: a spec-only holder holds until stale = old AND pid dead. */
 TU_LOCK_TEST(spec_holder_rules, 0)
@@ -1195,6 +1270,7 @@ int main(void)
 		{ fd_writes_kept_while_held, 1 },
 		{ fd_writes_kept_by_shared_joiner, 1 },
 		{ fd_given_in_child_parent_writes_at_record, 1 },
+		{ fd_writes_on_overlay, 1 },
 		{ spec_holder_rules, 1 },
 		{ grace_waits_for_spec_writer, 1 },
 		{ grace_then_takeover, 1 },
