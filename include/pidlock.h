@@ -29,7 +29,8 @@ enum {
 	PIDLOCK_FLOCK_ONLY = 1U << 0,
 	/** Take only the OFD fcntl write lock; needs write access. */
 	PIDLOCK_OFD_ONLY = 1U << 1,
-	/** Do not fdatasync(2) the content after writing it. */
+	/** No fdatasync(2) of the record: the default since 1.4.0 (see
+	 * PIDLOCK_SYNC), kept so that code written for 1.3 builds. */
 	PIDLOCK_NO_SYNC = 1U << 2,
 	/** Write the bare pid as the first line (classic pidfile). */
 	PIDLOCK_PLAIN_PID = 1U << 3,
@@ -54,6 +55,12 @@ enum {
 	 * file.  Costs a read of /proc/locks and a lease test per release;
 	 * pidlock(1) sets it.  Added after 1.3.0. */
 	PIDLOCK_KEEP_IF_USED = 1U << 8,
+	/** fdatasync(2) the record after each write (create, takeover,
+	 * refresh, a kept file's released record), as the File-Based
+	 * Semaphore spec asks: a power loss then leaves the last record
+	 * whole.  Costs a journal commit per write on a disk.  Since 1.4.0;
+	 * what every handle did before it. */
+	PIDLOCK_SYNC = 1U << 9,
 };
 
 /* Kernel lock kinds, as reported in struct pidlock_info. */

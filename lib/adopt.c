@@ -284,8 +284,7 @@ static int mark_released(struct pidlock *lock, int fd)
 				      FMT_KEEP);
 	return io_write_content(io_write_fd(lock, fd), rec, len,
 				&(struct io_old){ (size_t)st.st_size, c.head },
-				IO_KEEP_TAIL |
-				((lock->set.flags & PIDLOCK_NO_SYNC) ? 0 : IO_SYNC));
+				IO_KEEP_TAIL | io_sync_how(lock));
 }
 
 static int unlock_fd(struct pidlock *lock, int fd)

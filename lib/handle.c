@@ -13,7 +13,8 @@
 #define KIND_FLAGS (PIDLOCK_FLOCK_ONLY | PIDLOCK_OFD_ONLY)
 /* unsigned, so that ~ALL_FLAGS masks the unsigned flags without a
  * sign conversion */
-#define ALL_FLAGS ((unsigned int)(KIND_FLAGS | PIDLOCK_NO_SYNC | \
+#define SYNC_FLAGS (PIDLOCK_NO_SYNC | PIDLOCK_SYNC)
+#define ALL_FLAGS ((unsigned int)(KIND_FLAGS | SYNC_FLAGS | \
 				  PIDLOCK_PLAIN_PID | PIDLOCK_KEEP_FILE | \
 				  PIDLOCK_EXIT_RELEASES | PIDLOCK_SHARED | \
 				  PIDLOCK_HOST_LOCAL | PIDLOCK_KEEP_IF_USED))
@@ -30,7 +31,8 @@ PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
 	r = handle_check_path(path);
 	if (r < 0)
 		return r;
-	if ((flags & ~ALL_FLAGS) || (flags & KIND_FLAGS) == KIND_FLAGS)
+	if ((flags & ~ALL_FLAGS) || (flags & KIND_FLAGS) == KIND_FLAGS ||
+	    (flags & SYNC_FLAGS) == SYNC_FLAGS)
 		return -EINVAL;
 	self_init();
 	lock = calloc(1, sizeof(*lock));

@@ -305,6 +305,12 @@ struct io_old {
  * that the holder's bytes may follow is padded to, so that a rewrite
  * (another pid, a released record) never runs into them. */
 #define RECORD_ROOM SHARED_RECORD_LEN
+/* IO_SYNC where the handle asks for it (PIDLOCK_SYNC): see
+ * doc/protocol.md, "Durability", for why the default does not. */
+static inline unsigned int io_sync_how(const struct pidlock *lock)
+{
+	return (lock->set.flags & PIDLOCK_SYNC) ? IO_SYNC : 0;
+}
 int io_write_content(int fd, const char *buf, size_t len,
 		     const struct io_old *old, unsigned int how);
 int io_write_record(struct pidlock *lock, int fd, pid_t pid, bool keep,

@@ -344,8 +344,7 @@ int io_write_record(struct pidlock *lock, int fd, pid_t pid, bool keep,
 		over.size = SHARED_RECORD_LEN;
 	if (lock->set.shared && over.head)
 		how |= IO_ROOM;
-	if (!(lock->set.flags & PIDLOCK_NO_SYNC))
-		how |= IO_SYNC;
+	how |= io_sync_how(lock);
 	r = io_write_content(fd, lock->buf, len, &over, how);
 	if (r < 0)
 		return r;
@@ -372,9 +371,7 @@ unsigned int io_hold_how(const struct pidlock *lock)
 		how |= IO_NOAPPEND_OK;
 	if (lock->hold.noappend < 0)
 		how |= IO_NOAPPEND_BAD;
-	if (!(lock->set.flags & PIDLOCK_NO_SYNC))
-		how |= IO_SYNC;
-	return how;
+	return how | io_sync_how(lock);
 }
 
 /*

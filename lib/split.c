@@ -65,8 +65,8 @@ int split_begin(struct pidlock *lock, int fd)
 }
 
 /* Nothing written through the second open can be lost by its close:
- * every record write syncs (unless PIDLOCK_NO_SYNC), and close(2) does
- * not undo a write. */
+ * close(2) does not undo a write, and a record write with PIDLOCK_SYNC
+ * syncs before it returns. */
 static void split_close(struct pidlock *lock)
 {
 	(void)close(lock->io.rfd);

@@ -985,6 +985,43 @@ START_TEST(locker_leftovers_taken)
 }
 END_TEST
 
+/*
+ * What a power loss may leave of a record that was not synced (the
+ * default: doc/protocol.md 3a, "Durability"), each as fresh as a reboot
+ * right after the write makes it: an empty file, zeros where the record
+ * was, and our record (of a pid that is alive again, init's) whose
+ * kernel locks are gone.  Each is ours after at most rule C's grace.
+ */
+START_TEST(takeover_after_crash_leftovers)
+{
+	static const size_t zeros[] = { 0, 37, 512, 4096 };
+	char zero[4096] = { 0 }, again[4200];
+	char *p = tu_path("a.lock"), *rec;
+	struct pidlock *l = tu_new(p, 0);
+
+	for (size_t i = 0; i < sizeof(zeros) / sizeof(*zeros); i++) {
+		tu_write_file(p, zero, zeros[i], 0644);
+		ck_assert_msg(pidlock_acquire(l, 2000) == 0,
+			      "%zu zero bytes after a crash refused", zeros[i]);
+		ck_assert_int_eq(pidlock_release(l), 0);
+		(void)unlink(p);
+	}
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	rec = strdup(tu_read(p));
+	ck_assert_ptr_nonnull(rec);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert(strncmp(rec, "pid=", 4) == 0 && strchr(rec, '\n'));
+	tu_fmt(again, sizeof(again), "pid=1%s", strchr(rec, '\n'));
+	tu_write(p, again);
+	ck_assert_msg(pidlock_acquire(l, 0) == 0,
+		      "our record of a pid alive again, no kernel lock: "
+		      "refused");
+	ck_assert_int_eq(pidlock_release(l), 0);
+	free(rec);
+	pidlock_free(l);
+}
+END_TEST
+
 /* ---- which inodes stay ------------------------------------------------- */
 
 /* Rule "keep": an empty file (flock(1)'s) is kept for good, marked
@@ -1630,6 +1667,7 @@ int main(void)
 		{ lease_is_busy_not_error, 1 },
 		{ user_file_never_changed, UF_NFILES },
 		{ locker_leftovers_taken, 1 },
+		{ takeover_after_crash_leftovers, 1 },
 		{ keep_rule, 1 },
 		{ flock1_waiter_not_orphaned, 1 },
 		{ flock1_waiter_on_our_file, 1 },

@@ -25,6 +25,7 @@ enum {
 	OPT_TAG = 256,
 	OPT_PLAIN_PID,
 	OPT_NO_SYNC,
+	OPT_SYNC,
 	OPT_KEEP_FILE,
 	OPT_FLOCK_ONLY,
 	OPT_FCNTL_ONLY,
@@ -106,7 +107,8 @@ struct optdef {
 "                              /bin/sh -c 'COMMAND'\n" \
 "     --tag TEXT               write TEXT into the lock file\n" \
 "     --plain-pid              write the bare pid as the first line\n" \
-"     --no-sync                do not sync the lock file to disk\n" \
+"     --sync                   sync the lock file to disk after each write\n" \
+"     --no-sync                do not (the default)\n" \
 "     --keep-file              leave the lock file in place on release\n" \
 "     --mode OCTAL             mode of a new lock file (default 0644; 0600\n" \
 "                              keeps other users from blocking it)\n" \
@@ -463,6 +465,7 @@ static const struct optdef options[] = {
 	CALL("version", 'V', no_argument, show_version, M_ALL),
 	CALL("tag", OPT_TAG, required_argument, set_tag, M_RUN | M_FD),
 	FLAG("plain-pid", OPT_PLAIN_PID, PIDLOCK_PLAIN_PID),
+	FLAG("sync", OPT_SYNC, PIDLOCK_SYNC),
 	FLAG("no-sync", OPT_NO_SYNC, PIDLOCK_NO_SYNC),
 	FLAG("keep-file", OPT_KEEP_FILE, PIDLOCK_KEEP_FILE),
 	FLAG("flock-only", OPT_FLOCK_ONLY, PIDLOCK_FLOCK_ONLY),
@@ -557,6 +560,10 @@ static int take_option(struct opts *o, struct parser *p, int key)
 		*(bool *)((char *)o + d->field) = true;
 		break;
 	case SET_FLAG:
+		/* --sync and --no-sync: the last one given counts. */
+		if (d->value & (PIDLOCK_SYNC | PIDLOCK_NO_SYNC))
+			o->flags &= ~(unsigned int)(PIDLOCK_SYNC |
+						    PIDLOCK_NO_SYNC);
 		o->flags |= d->value;
 		break;
 	case SET_MODE:

@@ -94,18 +94,25 @@ json_flat j
 	fail "default kernel locks: $(cat j)"
 pass "by default the kernel lists both locks"
 
-# --no-sync: no fdatasync(2); without it, at least one.
+# --sync: fdatasync(2); the default and --no-sync: none (since 1.4.0);
+# of --sync and --no-sync the last one counts.
 # (LeakSanitizer cannot run under ptrace: a sanitizer build skips it here.)
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+syncs() {	# name, args...: 0 if the run called fdatasync(2)
+	t=$1.tr
+	shift
+	strace -f -e trace=fdatasync -o "$t" "$PIDLOCK" "$@" x.lock true ||
+		fail "run under strace: $*"
+	grep -q 'fdatasync(' "$t"
+}
 if command -v strace >/dev/null && strace -o /dev/null true 2>/dev/null; then
-	strace -f -e trace=fdatasync -o sync.tr "$PIDLOCK" x.lock true ||
-		fail "run under strace"
-	grep -q 'fdatasync(' sync.tr || fail "no fdatasync without --no-sync"
-	strace -f -e trace=fdatasync -o nosync.tr "$PIDLOCK" --no-sync x.lock true ||
-		fail "--no-sync run under strace"
-	grep -q 'fdatasync(' nosync.tr && fail "fdatasync with --no-sync"
-	pass "--no-sync skips fdatasync, the default syncs"
+	syncs default && fail "fdatasync by default"
+	syncs nosync --no-sync && fail "fdatasync with --no-sync"
+	syncs sync --sync || fail "no fdatasync with --sync"
+	syncs last --sync --no-sync && fail "fdatasync with --sync --no-sync"
+	syncs last2 --no-sync --sync || fail "no fdatasync with --no-sync --sync"
+	pass "--sync syncs, the default and --no-sync do not, the last counts"
 else
-	fail "strace cannot trace here; --no-sync is untested"
+	fail "strace cannot trace here; --sync is untested"
 fi
 done_testing

@@ -181,7 +181,9 @@ one_case(enum op op, int named, enum fault_fn fn, int nth, int err,
 	if (op == OP_TAKEOVER)
 		plant_old_record();
 	base = tu_count_fds();
-	r = pidlock_new(&lock, path, 0);
+	/* Only PIDLOCK_SYNC syncs: the default's sweeps make no
+	 * fdatasync(2) to fail. */
+	r = pidlock_new(&lock, path, fn == FAULT_FDATASYNC ? PIDLOCK_SYNC : 0);
 	if (r < 0)
 		FAIL("pidlock_new: %s\n", strerror(-r));
 	/* Takes effect on the next acquire: rule C waits for nobody here. */
@@ -605,6 +607,47 @@ static void torn_in_file(int fd)
 	ck_assert_int_eq(tu_wait_signal(&torn.child), 'R');
 	usleep(20000);
 }
+
+/*
+ * Durability (doc/protocol.md): only PIDLOCK_SYNC syncs the record.  A
+ * failing fdatasync(2) is never reached by a default or PIDLOCK_NO_SYNC
+ * handle, in any write (create, takeover, refresh, a kept file's
+ * released record), and fails each of them with PIDLOCK_SYNC.
+ */
+START_TEST(sync_only_when_asked)
+{
+	static const unsigned int flags[] = { 0, PIDLOCK_NO_SYNC,
+					      PIDLOCK_SYNC };
+	struct pidlock *lock;
+
+	ck_assert_int_eq(pidlock_new(&lock, path,
+				     PIDLOCK_SYNC | PIDLOCK_NO_SYNC), -EINVAL);
+	for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
+		for (int op = 0; op < OP_N; op++) {
+			int r;
+
+			fresh_dir();
+			if (op == OP_TAKEOVER)
+				plant_old_record();
+			ck_assert_int_eq(pidlock_new(&lock, path, flags[f] |
+						     PIDLOCK_KEEP_FILE), 0);
+			pidlock_set_grace(lock, 0);
+			r = run_op(lock, (enum op)op, FAULT_FDATASYNC, 1, EIO);
+			if (flags[f] == PIDLOCK_SYNC)
+				ck_assert_msg(r == -EIO && fault_calls() >= 1,
+					      "%s with PIDLOCK_SYNC: %d, %d "
+					      "fdatasync", op_names[op], r,
+					      fault_calls());
+			else
+				ck_assert_msg(r == 0 && fault_calls() == 0,
+					      "%s with flags %#x: %d, %d "
+					      "fdatasync", op_names[op],
+					      flags[f], r, fault_calls());
+			pidlock_free(lock);
+		}
+	}
+}
+END_TEST
 
 /* A dead holder's record whose tag comes first and is long: any cut
  * of ours after our timestamp line falls inside it. */
@@ -1110,6 +1153,7 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc, test_release);
 	tcase_add_test(tc, test_refresh);
 	tcase_add_test(tc, test_no_rwf_noappend);
+	tcase_add_test(tc, sync_only_when_asked);
 	return s;
 }
 

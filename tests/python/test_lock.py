@@ -137,3 +137,14 @@ def test_close_frees_handle(lockpath):
     assert not os.path.exists(lockpath)
     with pytest.raises(ValueError):
         lock.acquire()
+
+
+def test_sync_flag(lockpath):
+    """Flags.SYNC is accepted and holds as the default does; with
+    NO_SYNC it is a contradiction (EINVAL)."""
+    with pidlock.Lock(lockpath, flags=pidlock.Flags.SYNC):
+        assert record(lockpath)["pid"] == str(os.getpid())
+    assert not os.path.exists(lockpath)
+    with pytest.raises(OSError) as err:
+        pidlock.Lock(lockpath, flags=pidlock.Flags.SYNC | pidlock.Flags.NO_SYNC)
+    assert err.value.errno == errno.EINVAL
