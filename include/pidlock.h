@@ -29,7 +29,7 @@ enum {
 	PIDLOCK_FLOCK_ONLY = 1U << 0,
 	/** Take only the OFD fcntl write lock; needs write access. */
 	PIDLOCK_OFD_ONLY = 1U << 1,
-	/** No fdatasync(2) of the record: the default since 1.4.0 (see
+	/** No fdatasync(2) of the record: the default after 1.3.0 (see
 	 * PIDLOCK_SYNC), kept so that code written for 1.3 builds. */
 	PIDLOCK_NO_SYNC = 1U << 2,
 	/** Write the bare pid as the first line (classic pidfile). */
@@ -58,8 +58,8 @@ enum {
 	/** fdatasync(2) the record after each write (create, takeover,
 	 * refresh, a kept file's released record), as the File-Based
 	 * Semaphore spec asks: a power loss then leaves the last record
-	 * whole.  Costs a journal commit per write on a disk.  Since 1.4.0;
-	 * what every handle did before it. */
+	 * whole.  Costs a journal commit per write on a disk.  Added after
+	 * 1.3.0; what every handle did until then. */
 	PIDLOCK_SYNC = 1U << 9,
 };
 

@@ -37,7 +37,7 @@ class Flags(enum.IntFlag):
     NONE = 0
     FLOCK_ONLY = 1 << 0
     OFD_ONLY = 1 << 1
-    #: The default since libpidlock 1.4.0 (no fdatasync of the record);
+    #: The default after libpidlock 1.3.0 (no fdatasync of the record);
     #: kept for code written for 1.3.
     NO_SYNC = 1 << 2
     PLAIN_PID = 1 << 3
@@ -57,7 +57,7 @@ class Flags(enum.IntFlag):
     #: EINVAL).
     KEEP_IF_USED = 1 << 8
     #: fdatasync(2) the record after each write, so that a power loss
-    #: leaves it whole (the default before 1.4.0, which refuses the flag:
+    #: leaves it whole (the default up to 1.3.0, which refuses the flag:
     #: OSError EINVAL).
     SYNC = 1 << 9
 
