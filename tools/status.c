@@ -681,7 +681,9 @@ static void print_since(const struct pidlock_info *info)
 	out(stdout, "  since:   %s (%s)\n", when, age);
 }
 
-/* " (taken by pid 12, which is gone; held by pid 34)" and the like. */
+/* " (held by pid 34; taken by pid 12, which handed it on)" and the
+ * like: a forking daemon's parent takes the lock and exits, and its
+ * child holds it, which is no fault and must not read as one. */
 static void print_kernel_holder(const char *path,
 				const struct pidlock_info *info, pid_t holder)
 {
@@ -691,11 +693,11 @@ static void print_kernel_holder(const char *path,
 	if (taker > 0 && holder == taker)
 		out(stdout, " (taken by pid %d)", (int)taker);
 	else if (taker > 0 && holder > 0)
-		out(stdout, " (taken by pid %d, which is gone; held by pid %d)",
-		    (int)taker, (int)holder);
+		out(stdout, " (held by pid %d; taken by pid %d, which "
+			    "handed it on)", (int)holder, (int)taker);
 	else if (taker > 0)
-		out(stdout, " (taken by pid %d, which is gone; holder unknown)",
-		    (int)taker);
+		out(stdout, " (taken by pid %d, which handed it on; holder "
+			    "unknown)", (int)taker);
 	else if (holder > 0)
 		out(stdout, " (held by pid %d)", (int)holder);
 	else if (info->foreign) {

@@ -297,8 +297,10 @@ int configure_lock(const struct opts *o, struct pidlock *lock)
 }
 
 /* With --exec the command's exit is its release: its leftover file
- * must read as free, not as a crash.  Not with a descriptor: the
- * shell's descriptor holds the lock, whatever the command does. */
+ * must read as free, not as a crash.  So with a descriptor: the close
+ * of the shell's descriptor (the script's end, or its subshell's) is
+ * the release, as with flock(1), and the file it leaves must not read
+ * as a crash after every normal run. */
 /*
  * Scripts migrate from flock(1) one at a time, and flock(1) does not
  * check the inode: a release of ours keeps the file while anybody else
@@ -307,7 +309,8 @@ int configure_lock(const struct opts *o, struct pidlock *lock)
  */
 unsigned int lock_flags(const struct opts *o)
 {
-	bool exit_releases = o->exec && o->mode == MODE_RUN;
+	bool exit_releases = (o->exec && o->mode == MODE_RUN) ||
+			     o->mode == MODE_FD;
 
 	return o->flags | PIDLOCK_KEEP_IF_USED |
 	       (exit_releases ? PIDLOCK_EXIT_RELEASES : 0);

@@ -261,6 +261,24 @@ expect 0 "the holder was SIGKILLed: pidlock -n 9 locks at once" -- \
 expect 0 "pidlock -u 9" -- "$PIDLOCK" -u 9
 exec 9<&-
 
+# --- the script's end is its release -----------------------------------------
+# ( pidlock -w 5 9 || exit 1; ... ) 9>F: the subshell's end closes the
+# descriptor, which releases; the file left must read as free (exit 0),
+# not as a crash (exit 2), or monitoring alerts after every normal run.
+rm -f e.lock
+( "$PIDLOCK" -w 5 9 || exit 1
+  "$PIDLOCK" --status e.lock > e.held; echo $? > e.rc ) 9>e.lock ||
+	fail "the subshell could not lock e.lock"
+[ "$(cat e.rc)" = 1 ] || fail "--status while the subshell held: $(cat e.rc)"
+grep -q "^  kernel:  flock,fcntl (held by pid [0-9]*; taken by pid [0-9]*, which handed it on)" e.held ||
+	fail "--status while held: $(cat e.held)"
+pass "held: the taker that handed it on is no fault in --status"
+"$PIDLOCK" --status e.lock > e.after
+rc=$?
+[ "$rc" = 0 ] && grep -q '^e.lock: free' e.after ||
+	fail "after the subshell's end, --status: exit $rc, $(cat e.after)"
+pass "the script's end reads as a release (free, exit 0), not a crash"
+
 # --- usage --------------------------------------------------------------------
 expect 65 "a closed descriptor: 65, as flock(1) exits" -- "$PIDLOCK" -n 57
 expect 64 "-q is refused with a descriptor" -- "$PIDLOCK" -q 9
