@@ -5,7 +5,7 @@
 #
 #   1. make dist; unpack the tarball in a scratch directory
 #   2. dpkg-buildpackage -us -uc -b (this runs make check too)
-#   3. lintian: no error and no warning
+#   3. lintian: no error, no warning and no unused override
 #   4. check what each package holds
 #   5. apt-get install ./*.deb; build ci/smoke.c, examples/counter.c and
 #      the example of pidlock(3) against the installed library with
@@ -117,6 +117,10 @@ rc=$?
 set -e
 sed 's/^/  /' "$tmp/lintian.log"
 [ $rc -eq 0 ] || die "lintian found errors or warnings (status $rc)"
+# An override that nothing needs any more hides nothing, but reads as if
+# it did: lintian says so only as information.
+! grep -q 'unused-override' "$tmp/lintian.log" ||
+	die "lintian: an override is not used any more (remove it)"
 step "lintian: no errors, no warnings"
 
 # --- 4. contents ------------------------------------------------------------

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -215,10 +216,29 @@ int fail_path(const char *path, int err)
 	return exit_for_errno(err);
 }
 
+/* A kernel's own file system, where no lock file can live: sysfs,
+ * proc, cgroup (v1 and v2), debugfs, tracefs, securityfs, configfs. */
+static bool pseudo_fs(const char *dir)
+{
+	static const unsigned long magic[] = {
+		0x62656572UL, 0x9fa0UL, 0x27e0ebUL, 0x63677270UL,
+		0x64626720UL, 0x74726163UL, 0x73636673UL, 0x62656570UL,
+	};
+	struct statfs fs;
+
+	if (statfs(dir, &fs) < 0)
+		return false;
+	for (size_t i = 0; i < sizeof(magic) / sizeof(magic[0]); i++)
+		if ((unsigned long)fs.f_type == magic[i])
+			return true;
+	return false;
+}
+
 /*
  * An acquire's ENOENT in a directory that exists: the kernel refused to
- * make a file there (open(2) with O_CREAT says ENOENT in /proc and
- * /sys), which "No such file or directory" alone does not tell.
+ * make a file there (open(2) with O_CREAT says ENOENT in /proc), which
+ * "No such file or directory" alone does not tell; so does EACCES, even
+ * to root, in /sys and the kernel's other file systems.
  */
 int fail_acquire(const char *path, int err)
 {
@@ -226,7 +246,9 @@ int fail_acquire(const char *path, int err)
 	struct stat st;
 
 	dir_of(path, dir, sizeof(dir));
-	if (err != ENOENT || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+	if ((err != ENOENT && err != EACCES && err != EPERM) ||
+	    stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    (err != ENOENT && !pseudo_fs(dir)))
 		return fail_path(path, err);
 	warn_prefix(path);
 	out(stderr, "%s (no file can be made in ", strerror(err));

@@ -27,6 +27,12 @@ err 73 "a directory that makes no files (/proc): 73" \
 err 73 "an existing file in such a directory (/proc/version): 73" \
 	'^pidlock: /proc/version: .*no file can be made in /proc' \
 	/proc/version touch ran
+if [ "$(id -u)" = 0 ] && [ -d /sys/kernel ]; then
+	# sysfs refuses even root, with EACCES: the same hint.
+	err 73 "a directory that makes no files (/sys), as root: 73" \
+		'^pidlock: /sys/x.lock: Permission denied (no file can be made in /sys' \
+		/sys/x.lock touch ran
+fi
 mkdir dir.lock
 err 66 "a directory: 66" '^pidlock: dir.lock: Is a directory$' dir.lock touch ran
 touch file
