@@ -182,6 +182,11 @@ static int prepare(struct pidlock *lock, int fd, pid_t pid, bool take_locks)
 		return r == -EWOULDBLOCK ? -EAGAIN : r;
 	if (fstat(fd, &st) < 0)
 		return -errno;
+	/* A mode the caller set is exact: a lock shared between users
+	 * needs the write bits that a umask of 022 would take away. */
+	if (lock->set.mode_exact && (st.st_mode & 07777) != lock->set.mode &&
+	    fchmod(fd, lock->set.mode) < 0)
+		return -errno;
 	lock->hold.dev = st.st_dev;
 	lock->hold.ino = st.st_ino;
 	return 0;

@@ -17,6 +17,9 @@
 #include "internal.h"
 
 #define OPEN_EXISTING (O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+/* Beside the kinds in a busy mask: the file is another user's, which a
+ * wait must not keep open (unlockable_try()). */
+#define BUSY_UNKEPT (1U << 8)
 
 /*
  * Like fs.protected_regular, for root daemons in /tmp: a file somebody
@@ -35,6 +38,89 @@ static int check_owner(const struct pidlock *lock, const struct stat *st)
 	    st->st_uid != dst.st_uid)
 		return -EPERM;
 	return 0;
+}
+
+/* The device /proc/locks lists st's file under, learned through fd or,
+ * without one, through the directory, which is on the same mount. */
+static dev_t listed_dev(struct pidlock *lock, int fd, const struct stat *st)
+{
+	dev_t dev;
+	int dfd;
+
+	if (fd >= 0)
+		return klock_listed_dev(lock, fd, st->st_dev);
+	dfd = open(lock->set.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return st->st_dev;
+	dev = klock_listed_dev(lock, dfd, st->st_dev);
+	io_close_keep_errno(dfd);
+	return dev;
+}
+
+/*
+ * Does anybody hold a kernel lock on the file st describes?  Asked of a
+ * file that we may not lock ourselves (another user's), so nothing is
+ * taken: /proc/locks lists both kinds.  Only where it cannot be read
+ * whole, the OFD query and a shared flock(2) of a moment answer,
+ * through fd or a read-only descriptor of a moment.  The kinds held, 0,
+ * or -errno.
+ */
+static int held_untaken(struct pidlock *lock, int fd, const struct stat *st)
+{
+	struct klock_holders h;
+	pid_t ignored = 0;
+	bool shared;
+	int ofd, fl, probe = fd;
+
+	if (klock_holders(listed_dev(lock, fd, st), st->st_ino, false,
+			  &h) == 0 && !h.torn)
+		return (int)h.kinds;
+	if (probe < 0)
+		probe = open(lock->set.path, O_RDONLY | O_NOFOLLOW |
+					     O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (probe < 0)
+		return -errno;
+	ofd = klock_query_ofd(probe, &ignored);
+	fl = ofd < 0 ? 0 : klock_probe_flock_mode(probe, &shared);
+	if (probe != fd)
+		io_close_keep_errno(probe);
+	if (ofd < 0 || fl < 0)
+		return ofd < 0 ? ofd : fl;
+	return ofd | (fl ? PIDLOCK_KIND_FLOCK : 0);
+}
+
+/*
+ * A file that we may not lock: another user's that we cannot open for
+ * writing (err -EACCES), or one planted in a shared sticky directory
+ * (-EPERM, check_owner()).  While somebody holds it, it is busy like any
+ * held file: -n says so, a wait waits for the release, which lets a new
+ * file of ours be made.  Only a file that nobody holds is refused with
+ * err; one gone or replaced meanwhile is tried again.  fd: open on the
+ * file (read-only will do), or -1 where not even that was allowed.
+ */
+static int busy_or_refused(struct pidlock *lock, int fd, int err,
+			   unsigned int *busy)
+{
+	struct stat st, lst;
+	int held;
+
+	if (fd >= 0 ? fstat(fd, &st) < 0 : lstat(lock->set.path, &st) < 0)
+		return path_replaced(-errno) ? TRY_AGAIN : -errno;
+	if (!S_ISREG(st.st_mode))
+		return err;
+	held = held_untaken(lock, fd, &st);
+	if (held < 0)
+		return held;
+	if (held) {
+		*busy = (unsigned int)held;
+		return -EWOULDBLOCK;
+	}
+	if (lstat(lock->set.path, &lst) < 0)
+		return path_replaced(-errno) ? TRY_AGAIN : -errno;
+	if (st.st_nlink == 0 || lst.st_dev != st.st_dev ||
+	    lst.st_ino != st.st_ino)
+		return TRY_AGAIN;
+	return err;
 }
 
 /*
@@ -116,8 +202,12 @@ static int running_program(const char *path)
 	return -EBADMSG;
 }
 
-static int open_existing(const char *path)
+/* -EPERM for a file planted in a shared sticky directory, before it is
+ * opened: an open of ours while its holder lets go with
+ * PIDLOCK_KEEP_IF_USED would keep it at the path, ours to use never. */
+static int open_existing(const struct pidlock *lock)
 {
+	const char *path = lock->set.path;
 	struct stat lst;
 	int fd;
 
@@ -126,6 +216,8 @@ static int open_existing(const char *path)
 	if (!S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode) &&
 	    !S_ISDIR(lst.st_mode))
 		return -EINVAL;
+	if (S_ISREG(lst.st_mode) && check_owner(lock, &lst) == -EPERM)
+		return -EPERM;
 	fd = lease_open(path, OPEN_EXISTING);
 	if (fd == -ETXTBSY)
 		return running_program(path);
@@ -527,6 +619,12 @@ static int lock_and_check(struct pidlock *lock, int fd, int64_t deadline,
 	r = handle_check_type(st->st_mode);
 	if (r == 0)
 		r = check_owner(lock, st);
+	if (r == -EPERM) {
+		r = busy_or_refused(lock, fd, r, busy);
+		if (r == -EWOULDBLOCK)
+			*busy |= BUSY_UNKEPT;
+		return r;
+	}
 	/* Writers first: a shared acquirer waits while an exclusive one
 	 * waits in the kernel (doc/protocol.md, "Shared locks"). */
 	if (r == 0 && lock->set.shared &&
@@ -563,6 +661,40 @@ static int drop_taken(const struct pidlock *lock, int fd, unsigned int busy)
 }
 
 /*
+ * The path names a file we may not lock (err: -EACCES, we cannot open
+ * it for writing; -EPERM, another user's in a shared sticky directory):
+ * busy while somebody holds it, else err (busy_or_refused()).  Asked
+ * without a descriptor, from /proc/locks, where it can answer.  The
+ * holder is read only once it is known to hold, through a descriptor of
+ * a moment.  No descriptor is kept for the wait, which watches the
+ * directory: a read-only one could not take the OFD lock, and any open
+ * one would make a PIDLOCK_KEEP_IF_USED release keep the file, which
+ * then is nobody's to take.
+ */
+static int unlockable_try(struct pidlock *lock, int err)
+{
+	unsigned int busy = 0;
+	struct stat st;
+	int r = busy_or_refused(lock, -1, err, &busy), fd;
+
+	if (r == TRY_AGAIN)
+		return TRY_GONE;
+	if (r != -EWOULDBLOCK)
+		return r;
+	/* Read once per holder: every open is a chance to meet its
+	 * release's test for users of the file. */
+	if (lstat(lock->set.path, &st) == 0 && holder_known(lock, &st, busy))
+		return TRY_BUSY;
+	fd = open(lock->set.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+				  O_CLOEXEC | O_NOCTTY);
+	if (fd >= 0 && fstat(fd, &st) == 0)
+		note_kernel_holder(lock, fd, &st, busy);
+	if (fd >= 0)
+		io_close_keep_errno(fd);
+	return TRY_BUSY;
+}
+
+/*
  * deadline: CLOCK_MONOTONIC ms, 0 to try once, -1 to block in the kernel.
  * *fdp: a descriptor kept from an earlier busy try, or -1.  On TRY_BUSY
  * for a kernel-lock holder without waiting, the descriptor is handed
@@ -578,13 +710,15 @@ int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 
 	*fdp = -1;
 	if (fd < 0) {
-		fd = open_existing(lock->set.path);
+		fd = open_existing(lock);
 		if (path_replaced(fd))
 			return TRY_GONE;
 		/* A lease on the file: our open started its break; the file
 		 * is busy until its holder lets go, like any holder's. */
 		if (fd == -EWOULDBLOCK)
 			return TRY_BUSY;
+		if (fd == -EACCES || fd == -EPERM)
+			return unlockable_try(lock, fd);
 		if (fd < 0)
 			return fd;
 	}
@@ -595,8 +729,11 @@ int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 	if (r == -EWOULDBLOCK)
 		r = drop_taken(lock, fd, busy);
 	if (r == -EWOULDBLOCK) {
-		note_kernel_holder(lock, fd, &st, busy);
-		*fdp = fd;
+		note_kernel_holder(lock, fd, &st, busy & ~BUSY_UNKEPT);
+		if (busy & BUSY_UNKEPT)
+			io_close_keep_errno(fd);
+		else
+			*fdp = fd;
 		return TRY_BUSY;
 	}
 	if (r != TRY_HELD_BY_US)
@@ -617,6 +754,6 @@ int existing_lock_fd(struct pidlock *lock, int fd, int64_t deadline)
 	int r = lock_and_check(lock, fd, deadline, &st, &busy);
 
 	if (r == -EWOULDBLOCK)
-		note_kernel_holder(lock, fd, &st, busy);
+		note_kernel_holder(lock, fd, &st, busy & ~BUSY_UNKEPT);
 	return r;
 }

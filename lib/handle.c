@@ -95,6 +95,7 @@ PIDLOCK_EXPORT int pidlock_set_mode(struct pidlock *lock, mode_t mode)
 	if (!lock || (mode & ~(mode_t)0666))
 		return -EINVAL;
 	lock->set.mode = mode;
+	lock->set.mode_exact = true;
 	return 0;
 }
 

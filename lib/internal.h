@@ -56,6 +56,8 @@ struct pidlock {
 		unsigned int kinds;	/* PIDLOCK_KIND_* we take */
 		bool shared;	/* PIDLOCK_SHARED: read locks, many holders */
 		mode_t mode;
+		bool mode_exact;	/* pidlock_set_mode(): whatever the
+					 * umask */
 		unsigned int stale_sec;
 		unsigned int retry_ms;
 		unsigned int grace_ms;

@@ -851,6 +851,141 @@ static int other_user_flock(const char *path)
 	return WEXITSTATUS(status);
 }
 
+/*
+ * A lock shared between users (doc/protocol.md section 8): a file that
+ * another user holds is busy, not "permission denied", to a caller that
+ * may not lock it (it cannot write it, or it is another user's in a
+ * sticky directory), and a wait takes the lock once the holder's release
+ * removes the file, even with PIDLOCK_KEEP_IF_USED, which our wait must
+ * not make keep it.  Nobody holding, such a file is refused.
+ */
+static void become_nobody(void)
+{
+	if (setgroups(0, NULL) < 0 ||
+	    setresgid(NOBODY_UID, NOBODY_UID, NOBODY_UID) < 0 ||
+	    setresuid(NOBODY_UID, NOBODY_UID, NOBODY_UID) < 0)
+		_exit(100);
+}
+
+/* A holder of path in a child (as nobody if `nobody`), with
+ * PIDLOCK_KEEP_IF_USED, that holds until a byte comes on *go (then
+ * releases and exits 0).  Returns once it holds. */
+static pid_t hold_as(const char *path, bool nobody, int *go)
+{
+	int up[2], down[2];
+	char c;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe2(up, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(down, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct pidlock *l;
+
+		if (nobody)
+			become_nobody();
+		if (pidlock_new(&l, path, PIDLOCK_KEEP_IF_USED) < 0 ||
+		    pidlock_acquire(l, 0) < 0)
+			_exit(101);
+		if (write(up[1], "h", 1) != 1 || read(down[0], &c, 1) != 1)
+			_exit(102);
+		_exit(pidlock_release(l) == 0 ? 0 : 103);
+	}
+	(void)close(up[1]);
+	(void)close(down[0]);
+	ck_assert_int_eq(read(up[0], &c, 1), 1);
+	(void)close(up[0]);
+	*go = down[1];
+	return pid;
+}
+
+static void release_held(pid_t pid, int go)
+{
+	int st;
+
+	ck_assert_int_eq(write(go, "g", 1), 1);
+	(void)close(go);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "the holder: status %#x", st);
+}
+
+/* Root waits for nobody's file in a sticky directory; then nobody for
+ * root's 0644 file, which it cannot write. */
+START_TEST(test_other_users_file_busy_then_taken)
+{
+	char sub[PATH_MAX], buf[PATH_MAX];
+	struct pidlock_info who;
+	struct pidlock *lock;
+	struct stat st;
+	int go, status;
+	pid_t holder, waiter;
+
+	if (!is_root()) {
+		skip("another user's hold: needs root to act as two users");
+		return;
+	}
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	ck_assert_int_eq(mkdir(in_dir(sub, "sticky"), 0700), 0);
+	ck_assert_int_eq(chmod(sub, 01777), 0);
+	join(buf, sub, "x.lock");
+
+	holder = hold_as(buf, true, &go);
+	ck_assert_int_eq(pidlock_new(&lock, buf, 0), 0);
+	ck_assert_int_eq(pidlock_acquire(lock, 0), -EWOULDBLOCK);
+	ck_assert_int_eq(pidlock_holder(lock, &who), 0);
+	ck_assert_int_eq(who.pid, holder);
+	ck_assert_int_eq(pidlock_acquire(lock, 300), -ETIMEDOUT);
+	release_held(holder, go);
+	ck_assert_int_eq(pidlock_acquire(lock, 5000), 0);
+	ck_assert_int_eq(stat(buf, &st), 0);
+	ck_assert_uint_eq(st.st_uid, 0);
+	ck_assert_int_eq(pidlock_release(lock), 0);
+
+	/* Root's file, mode 0644: nobody cannot write it. */
+	holder = hold_as(buf, false, &go);
+	waiter = fork();
+	ck_assert_int_ge(waiter, 0);
+	if (waiter == 0) {
+		struct pidlock *l;
+
+		become_nobody();
+		if (pidlock_new(&l, buf, 0) < 0)
+			_exit(110);
+		if (pidlock_acquire(l, 0) != -EWOULDBLOCK)
+			_exit(111);
+		if (pidlock_acquire(l, 30000) != 0)
+			_exit(112);
+		if (stat(buf, &st) < 0 || st.st_uid != NOBODY_UID)
+			_exit(113);
+		_exit(pidlock_release(l) == 0 ? 0 : 114);
+	}
+	usleep(200000);		/* the waiter is waiting by now, or soon */
+	release_held(holder, go);
+	ck_assert_int_eq(waitpid(waiter, &status, 0), waiter);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "nobody's waiter: status %#x (110 + step)", status);
+
+	/* Nobody holds root's kept file: nobody is refused, EACCES. */
+	write_abandoned(buf, 0644);
+	waiter = fork();
+	ck_assert_int_ge(waiter, 0);
+	if (waiter == 0) {
+		struct pidlock *l;
+
+		become_nobody();
+		_exit(pidlock_new(&l, buf, 0) < 0 ? 120
+		      : pidlock_acquire(l, 0) == -EACCES ? 0 : 121);
+	}
+	ck_assert_int_eq(waitpid(waiter, &status, 0), waiter);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "nobody on root's unheld file: status %#x", status);
+	ck_assert_int_eq(unlink(buf), 0);
+	pidlock_free(lock);
+}
+END_TEST
+
 /* The defences: a 0600 file or a private directory keep other users
  * from even opening the file, so they cannot hold it. */
 START_TEST(test_defence_mode_and_dir)
@@ -1098,6 +1233,7 @@ static Suite *hostile_suite(void)
 	tcase_add_test(tc, test_read_only_dir_with_record);
 	tcase_add_test(tc, test_world_writable_no_sticky);
 	tcase_add_test(tc, test_foreign_owner_sticky);
+	tcase_add_test(tc, test_other_users_file_busy_then_taken);
 	tcase_add_test(tc, test_foreign_owner_private_dir);
 
 	tc = tu_tcase(s, "users", setup, teardown, 0);

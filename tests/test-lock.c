@@ -488,6 +488,30 @@ START_TEST(fd_writes_on_overlay)
 }
 END_TEST
 
+/* pidlock_set_mode() is exact, whatever the umask (a lock shared
+ * between users needs 0666 under a umask of 022); the default, 0644,
+ * has the umask applied. */
+TU_LOCK_TEST(mode_exact_whatever_umask, 0)
+{
+	mode_t old = umask(022);
+	struct pidlock *dflt;
+	struct stat st;
+
+	ck_assert_int_eq(pidlock_set_mode(l, 0666), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0666);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	(void)umask(027);
+	dflt = tu_new(p, 0);
+	ck_assert_int_eq(pidlock_acquire(dflt, 0), 0);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0640);
+	ck_assert_int_eq(pidlock_release(dflt), 0);
+	pidlock_free(dflt);
+	(void)umask(old);
+}
+
 /* Rule B: a spec-only holder holds until stale = old AND pid dead. */
 TU_LOCK_TEST(spec_holder_rules, 0)
 {
@@ -1271,6 +1295,7 @@ int main(void)
 		{ fd_writes_kept_by_shared_joiner, 1 },
 		{ fd_given_in_child_parent_writes_at_record, 1 },
 		{ fd_writes_on_overlay, 1 },
+		{ mode_exact_whatever_umask, 1 },
 		{ spec_holder_rules, 1 },
 		{ grace_waits_for_spec_writer, 1 },
 		{ grace_then_takeover, 1 },

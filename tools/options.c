@@ -110,8 +110,10 @@ struct optdef {
 "     --sync                   sync the lock file to disk after each write\n" \
 "     --no-sync                do not (the default)\n" \
 "     --keep-file              leave the lock file in place on release\n" \
-"     --mode OCTAL             mode of a new lock file (default 0644; 0600\n" \
-"                              keeps other users from blocking it)\n" \
+"     --mode OCTAL             mode of a new lock file, exact whatever the\n" \
+"                              umask (default 0644 less the umask; 0600\n" \
+"                              keeps other users from blocking it, 0666\n" \
+"                              shares it with them)\n" \
 "     --flock-only             take only the flock(2) lock\n" \
 "     --fcntl-only, --fcntl    take only the fcntl(2) lock\n" \
 "     --stale SECONDS          stale timeout for spec-only holders (default %u)\n"

@@ -109,13 +109,37 @@ static const char *eperm_cause(const char *path, char *buf, size_t size)
 	    (dst.st_mode & (S_IWOTH | S_ISVTX)) == (S_IWOTH | S_ISVTX) &&
 	    st.st_uid != dst.st_uid) {
 		text_set(buf, size, "the file belongs to uid %u, not to you, "
-			 "in the shared sticky directory %s; a file another "
-			 "user created there is never used, so nobody can "
-			 "plant a lock file for you; use another name or a "
-			 "directory of your own", (unsigned int)st.st_uid, dir);
+			 "in the shared sticky directory %s, and nobody holds "
+			 "it; a file another user created there is never "
+			 "used, so nobody can plant a lock file for you; ask "
+			 "uid %u to remove it, or use another name or a "
+			 "directory of your own", (unsigned int)st.st_uid, dir,
+			 (unsigned int)st.st_uid);
 		return buf;
 	}
 	return NULL;
+}
+
+/*
+ * EACCES on an existing file: one we cannot write (the library said
+ * busy if anybody held it).  Another user's file left at the path, as
+ * a kept file or one made under a strict umask, is what a lock shared
+ * between users runs into.
+ */
+static const char *eacces_cause(const char *path, char *buf, size_t size)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    faccessat(AT_FDCWD, path, W_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW) == 0)
+		return NULL;
+	text_set(buf, size, "the file belongs to uid %u with mode %04o, "
+		 "which you cannot write, and nobody holds it; a lock shared "
+		 "between users needs a file they can all write: ask its "
+		 "owner to remove it, or to make it with --mode 0666 (exact, "
+		 "whatever the umask)", (unsigned int)st.st_uid,
+		 (unsigned int)(st.st_mode & 07777));
+	return buf;
 }
 
 /*
@@ -169,6 +193,7 @@ void warn_path(const char *path, int err)
 		return;
 	}
 	why = err == EPERM ? eperm_cause(path, buf, sizeof(buf)) :
+	      err == EACCES && eacces_cause(path, buf, sizeof(buf)) ? buf :
 	      err == ENOLCK ? enolck_cause(path, buf, sizeof(buf)) :
 	      library_meaning(err);
 	warn_prefix(path);

@@ -56,11 +56,44 @@ touch -d '1 hour ago' shared/theirs.lock
 before=$(stat -c '%i %s %U' shared/theirs.lock)
 "$PIDLOCK" shared/theirs.lock true 2> err
 [ $? -eq 77 ] || fail "foreign file: exit status ($(cat err))"
-grep -qx "pidlock: shared/theirs.lock: Operation not permitted (the file belongs to uid $OTHER, not to you, in the shared sticky directory shared; a file another user created there is never used, so nobody can plant a lock file for you; use another name or a directory of your own)" err ||
+grep -qx "pidlock: shared/theirs.lock: Operation not permitted (the file belongs to uid $OTHER, not to you, in the shared sticky directory shared, and nobody holds it; a file another user created there is never used, so nobody can plant a lock file for you; ask uid $OTHER to remove it, or use another name or a directory of your own)" err ||
 	fail "foreign file: $(cat err)"
 ! grep -q 'no sticky bit' err || fail "names both causes: $(cat err)"
 [ "$(stat -c '%i %s %U' shared/theirs.lock)" = "$before" ] || fail "the foreign file changed"
 pass "another user's file in a sticky directory: 77, that cause only"
 expect 77 "--remove of it: 77" -- "$PIDLOCK" --remove shared/theirs.lock
 [ -e shared/theirs.lock ] || fail "--remove deleted the other user's file"
+# A lock shared between users: the other user's hold is busy (exit 1),
+# and a wait takes the lock once the holder's release removes its file;
+# for root in the sticky directory as for the other user on root's 0644
+# file, which it cannot write.
+bg_peer setpriv --reuid=$OTHER --regid=$OTHER --clear-groups \
+	"$PIDLOCK" shared/s.lock sleep 30
+holder=$LAST
+wait_until held shared/s.lock
+expect 1 "root, another user's hold in a sticky directory: busy" -- \
+	"$PIDLOCK" -n shared/s.lock true
+( sleep 0.5; kill -TERM -- "-$holder" ) &
+expect 0 "root -w takes it once the other user's release removed its file" -- \
+	"$PIDLOCK" -w 10 shared/s.lock true
+wait
+bg_peer "$PIDLOCK" shared/r.lock sleep 30
+holder=$LAST
+wait_until held shared/r.lock
+expect 1 "the other user, root's 0644 file held: busy, not denied" -- \
+	as_other "$PIDLOCK" -n shared/r.lock true
+( sleep 0.5; kill -TERM -- "-$holder" ) &
+expect 0 "the other user -w takes it after root's release" -- \
+	as_other "$PIDLOCK" -w 10 shared/r.lock true
+wait
+"$PIDLOCK" --keep-file shared/k.lock true || fail "--keep-file run"
+as_other "$PIDLOCK" -n shared/k.lock true 2> err
+[ $? -eq 77 ] || fail "root's kept 0644 file, nobody holds: exit status ($(cat err))"
+grep -q "Permission denied (the file belongs to uid 0 with mode 0644, which you cannot write, and nobody holds it; .* --mode 0666" err ||
+	fail "root's kept file: $(cat err)"
+pass "a file nobody holds and the caller cannot write: 77, whose it is and what to do"
+(umask 022; "$PIDLOCK" --keep-file --mode 0666 shared/m.lock true) || fail "--mode 0666 run"
+[ "$(stat -c %a shared/m.lock)" = 666 ] || fail "--mode 0666 under umask 022 made $(stat -c %a shared/m.lock)"
+expect 0 "--mode 0666 is exact: the other user takes the kept file" -- \
+	as_other "$PIDLOCK" -n shared/m.lock true
 done_testing
