@@ -188,9 +188,9 @@ START_TEST(pages_name_only_listed_codes)
 }
 END_TEST
 
-static struct pidlock *held(void)
+static struct pidlock *held(unsigned int flags)
 {
-	struct pidlock *lock = tu_new(tu_path("l"), 0);
+	struct pidlock *lock = tu_new(tu_path("l"), flags);
 
 	ck_assert_int_eq(pidlock_acquire(lock, 0), 0);
 	return lock;
@@ -259,8 +259,10 @@ static const struct {
 START_TEST(system_errno_filtered)
 {
 	enum op op = cases[_i].op;
+	/* Only PIDLOCK_SYNC syncs: a fdatasync(2) to fail. */
+	unsigned int flags = cases[_i].fn == FAULT_FDATASYNC ? PIDLOCK_SYNC : 0;
 	struct pidlock *lock = op == OP_ACQUIRE || op >= OP_LOCK_FD
-			       ? tu_new(tu_path("l"), 0) : held();
+			       ? tu_new(tu_path("l"), flags) : held(flags);
 	int r;
 
 	caller_fd = op >= OP_LOCK_FD ? fd_for(lock, op) : -1;

@@ -120,8 +120,8 @@ class FileLock(contextlib.ContextDecorator):
 
     As filelock does: missing directories of the path are made at
     acquire (with the process's umask); the file gets exactly `mode`,
-    whatever the umask (pidlock.Lock applies the umask, and makes no
-    directories); attempts are logged at DEBUG on the "filelock" logger
+    whatever the umask, as with pidlock.Lock (which makes no
+    directories), and without one 0o644 less the umask; attempts are logged at DEBUG on the "filelock" logger
     (and handed to the "pidlock" logger's handlers); a file system
     whose kernel locks cannot be taken raises NotImplementedError; a
     NUL in the path raises ValueError and an empty path
@@ -263,7 +263,7 @@ class FileLock(contextlib.ContextDecorator):
     @property
     def mode(self) -> int:
         """The file's mode: as given, or 0o644 (filelock's answer) when
-        none was given and the umask decides (0o666 minus the umask)."""
+        none was given, less the umask then."""
         return 0o644 if self._mode is None else self._mode
 
     @property
@@ -494,9 +494,10 @@ class FileLock(contextlib.ContextDecorator):
 
     def _take(self, ctx: _Context, timeout: float) -> None:
         if ctx.lock is None:
-            # No mode given: 0o666 and the umask decide, as for open(2).
+            # No mode given: the library's 0o644 less the umask, which
+            # is what self.mode says (a mode given is exact).
             lock = Lock(self._lock_file, tag=self._tag, flags=self._flags,
-                        mode=0o666 if self._mode is None else self._mode)
+                        mode=self._mode)
             lock._quiet = True   # this FileLock logs, on filelock's logger
             ctx.lock = lock
         try:

@@ -50,7 +50,8 @@ class Lock(_lib.Owner):
     for others to read; flags are Flags (PIDLOCK_* of pidlock_new(3));
     shared=True takes the lock shared (Flags.SHARED): shared holders hold
     it together, an exclusive one excludes them;
-    mode is the new file's mode (default 0o644); stale_timeout, retry_interval and
+    mode is the new file's mode, exact whatever the umask (default: 0o644
+    less the umask); stale_timeout, retry_interval and
     grace (seconds) are pidlock_set_stale_timeout(3) and its siblings.
 
     The handle is made at once and reused: acquire() and release() may

@@ -292,14 +292,15 @@ wait $p || fail "--fd 10 -F: exit $?"
 pass "--fd 10 -F: the command runs in pidlock's place"
 "$PIDLOCK" -u 10
 exec 10<&-
-# -F with a descriptor leaves the shell's record as it is: the shell's
-# exit is not a release (no release=exit), the file reads abandoned.
+# -F with a descriptor: the record names the shell, and the close of its
+# descriptor, at its exit, is the release (release=exit), as with every
+# lock on a shell's descriptor: the file reads free, not abandoned.
 bash -c 'exec 10<>c.lock; "$0" --fd 10 -F true; echo $$ > shell.pid' "$PIDLOCK" ||
 	fail "bash: --fd 10 -F true"
 [ "$(field c.lock pid)" = "$(cat shell.pid)" ] || fail "--fd -F: record: $(cat c.lock)"
-[ -z "$(field c.lock release)" ] || fail "--fd -F wrote release=: $(cat c.lock)"
-status_is c.lock 2 || fail "--fd -F: the shell is gone, yet the file does not read abandoned"
-pass "--fd 10 -F: the record names the shell, without release=exit"
+[ "$(field c.lock release)" = exit ] || fail "--fd -F: no release=exit: $(cat c.lock)"
+status_is c.lock 0 || fail "--fd -F: the shell's exit does not read as its release"
+pass "--fd 10 -F: the record names the shell, with release=exit"
 
 # --- -F and --no-fork: the command runs in pidlock's place -------------------
 for opt in -F --no-fork --exec; do

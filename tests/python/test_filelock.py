@@ -264,9 +264,12 @@ def file_mode_while_held(make, path) -> int:
 def test_mode_whatever_the_umask(lockpath, mask, mode):
     with umask(mask):
         assert file_mode_while_held(lambda p: FileLock(p, mode=mode), lockpath) == mode
-        # pidlock.Lock keeps the umask's say.
+        # So does pidlock.Lock (pidlock_set_mode(3) is exact).
         got = file_mode_while_held(lambda p: pidlock.Lock(p, mode=mode), lockpath)
-        assert got == mode & ~mask
+        assert got == mode
+        # Without a mode, 0o644 less the umask, as lock.mode says.
+        got = file_mode_while_held(lambda p: FileLock(p), lockpath)
+        assert got == 0o644 & ~mask
         assert os.umask(mask) == mask    # left as it was
 
 
