@@ -155,15 +155,16 @@ def fstype(directory: str) -> str:
     device number it has (/proc/self/mountinfo); "?" when not found."""
     dev = os.stat(directory).st_dev
     want = f"{os.major(dev)}:{os.minor(dev)}"
+    found = "?"
     try:
         with open("/proc/self/mountinfo", encoding="utf-8") as f:
             for line in f:
                 fields, _, rest = line.partition(" - ")
                 if fields.split()[2:3] == [want] and rest:
-                    return rest.split()[0]
+                    found = rest.split()[0]    # the last: the one on top
     except OSError:
         pass
-    return "?"
+    return found
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ char bench_dir[4096];
 char bench_where[4200];
 
 /* The mount with DIR's device number in /proc/self/mountinfo (its
- * fourth field is MAJOR:MINOR, the type follows " - "); else statfs's
+ * third field is MAJOR:MINOR, the type follows " - "); else statfs's
  * magic for the two that matter here. */
 const char *bench_fstype(const char *dir, char *buf, size_t size)
 {
@@ -46,8 +46,8 @@ const char *bench_fstype(const char *dir, char *buf, size_t size)
 			continue;
 		sep += 3;
 		n = strcspn(sep, " \n");
+		/* The last one: the mount on top of any it hides. */
 		snprintf(buf, size, "%.*s", (int)n, sep);
-		break;
 	}
 	if (f)
 		fclose(f);
