@@ -90,7 +90,8 @@ run() {	# side part run where
 # The Python cycle of one side in one place, as
 # $out/SIDE.RUN.WHERE/python.csv.  A python-bench.py that has no --parts
 # nor --csv (older trees) runs its other parts with one hand-off and one
-# contended cycle, and its printed cycle lines become the CSV file.
+# contended cycle (last, so that they win), and its printed cycle lines
+# become the CSV file.
 pyrun() {	# side run where
 	d="$out/$1.$2.$3"
 	if [ "$1" = ours ]; then tree=$src lib=$build
@@ -107,8 +108,8 @@ pyrun() {	# side run where
 	fi
 	# shellcheck disable=SC2086 # args: words on purpose
 	PIDLOCK_LIBRARY="$lib/lib/.libs/libpidlock.so.0" \
-	PYTHONPATH="$tree/python" "$PY" -B "$script" --dir "$dir" "$@" \
-		$args >"$d.python.txt" 2>&1 ||
+	PYTHONPATH="$tree/python" "$PY" -B "$script" --dir "$dir" $args \
+		"$@" >"$d.python.txt" 2>&1 ||
 		die "$side's python-bench.py ($where) failed:" \
 			"$(tail -3 "$d.python.txt")"
 	[ -f "$d/python.csv" ] && return 0
@@ -252,7 +253,7 @@ function regress(what, keys, higher,   n, k, i, a, b, r, worst, out, bad, miss) 
 	printf "  no regression in tmpfs, %s, this/%s %s:\n     %s%s: %s\n",
 	       what, refname, higher ? ">= 0.95" : "<= 1.05",
 	       out == "" ? " (no figures)" : out,
-	       miss ? " (some figures missing)" : "",
+	       miss && out != "" ? " (some figures missing)" : "",
 	       worst == "" ? "no figure" : (fail ? "MISS" : "PASS")
 	fail = 0
 	delete label
@@ -279,10 +280,17 @@ END {
 		side = s == 1 ? "ref" : "ours"
 		fd[side] = m(side, "disk:synced " disk " fdatasync median_us")
 		bare[side] = m(side, "disk:synced " disk " bare median_us")
-		if (bare[side] == "") bare[side] = m(side, "disk:cycle bare median_us")
+		if (bare[side] == "") {
+			bare[side] = m(side, "disk:cycle bare median_us")
+			if (bare[side] != "")
+				note = note " " (side == "ref" ? refname : "this tree")
+		}
 	}
 	verdict(diskfs " C cycle, default flags (fdatasync) / bare flock there",
 		3, fd["ref"], bare["ref"], fd["ours"], bare["ours"], "us")
+	if (note != "")
+		print "      (bare for" note ": from its cycle part there," \
+		      " not from the batches of the synced cycle)"
 	# 2. pidlock.FileLock from Python: the time of a cycle, the
 	# inverse of the median rate.
 	for (w = 1; w <= 2; w++) {
