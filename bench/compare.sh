@@ -157,12 +157,17 @@ while [ "$i" -lt "$RUNS" ]; do
 	i=$((i + 1))
 done
 
-ver() { sed -n '1s/^libpidlock \([^ ]*\) benchmark.*/\1/p' "$1"; }
-set -- "$out"/ours.0.*.txt
-this=$(ver "$1")
-set -- "$out"/ref.0.*.txt
+# The version a side's bench printed first (not the Python runs' files).
+ver() {
+	for f; do
+		v=$(sed -n '1s/^libpidlock \([^ ]*\) benchmark.*/\1/p' "$f")
+		[ -n "$v" ] && break
+	done
+	echo "${v:-?}"
+}
+this=$(ver "$out"/ours.0.*.txt)
 echo
-echo "bench-compare: $ref ($short, $(ver "$1")) against this tree" \
+echo "bench-compare: $ref ($short, $(ver "$out"/ref.0.*.txt)) against this tree" \
 	"($this), $(nproc) cores," \
 	"Linux $(uname -r), $RUNS run(s), medians"
 echo "  shm: /dev/shm ($shmfs); disk: $DISK ($diskfs)"
