@@ -9,7 +9,8 @@
 #define BENCH_MAX_SAMPLES 4096
 
 struct bench_opts {
-	const char *dir;	/* where the lock files live (tmpfs) */
+	const char *dir;	/* where the lock files live (-d) */
+	const char *sync_dir;	/* the synced cycle's second directory (-D) */
 	const char *csv_dir;	/* NULL: no CSV files */
 	const char *wle;	/* with-lock-ex, or "" */
 	int batches, cycles, rounds;
@@ -20,6 +21,11 @@ struct bench_opts {
 /* The lock file every part uses, inside a private directory. */
 extern char bench_path[4200];
 extern char bench_dir[4096];
+
+/* "DIR (FSTYPE)": where the figures are taken, for every heading. */
+extern char bench_where[4200];
+/* The type of the filesystem DIR is on ("ext4", "tmpfs"), or "?". */
+const char *bench_fstype(const char *dir, char *buf, size_t size);
 
 double bench_now_ns(void);
 __attribute__((noreturn)) void bench_die(const char *what, int err);
@@ -38,8 +44,11 @@ void bench_handoff(const struct bench_opts *o);
 void bench_throughput(const struct bench_opts *o);
 void bench_herd(const struct bench_opts *o);
 
-/* The bare fslock-guard steps, used as the baseline everywhere. */
+/* The bare fslock-guard steps, used as the baseline everywhere; _at
+ * on a path other than bench_path. */
 int bench_bare_take(void);
+int bench_bare_take_at(const char *path);
+void bench_bare_give_at(const char *path, int fd);
 void bench_bare_give(int fd);
 
 /* with-lock-ex's command in the hand-off part: note the time, exit. */

@@ -32,6 +32,7 @@ struct subject {
 	const char *key;	/* for the CSV file and the plot */
 	void (*cycle)(void *);
 	void *arg;
+	int cycles;		/* per batch; 0: the run's */
 	double *mean;		/* one per batch, microseconds */
 	double median;
 };
@@ -40,6 +41,12 @@ static void cycle_bare(void *arg)
 {
 	(void)arg;
 	bench_bare_give(bench_bare_take());
+}
+
+/* The same on another path (the synced cycle's directory). */
+static void cycle_bare_at(void *arg)
+{
+	bench_bare_give_at(arg, bench_bare_take_at(arg));
 }
 
 static void cycle_pidlock(void *arg)
@@ -142,15 +149,16 @@ static void cycle_bsd(void *arg)
 static void run_batches(struct subject *s, int n, int batches, int cycles)
 {
 	for (int i = 0; i < n; i++)	/* warm up caches and dentries */
-		for (int c = 0; c < cycles / 4; c++)
+		for (int c = 0; c < (s[i].cycles ? s[i].cycles : cycles) / 4; c++)
 			s[i].cycle(s[i].arg);
 	for (int b = 0; b < batches; b++) {
 		for (int i = 0; i < n; i++) {
+			int k = s[i].cycles ? s[i].cycles : cycles;
 			double t0 = bench_now_ns();
 
-			for (int c = 0; c < cycles; c++)
+			for (int c = 0; c < k; c++)
 				s[i].cycle(s[i].arg);
-			s[i].mean[b] = (bench_now_ns() - t0) / cycles / 1000.0;
+			s[i].mean[b] = (bench_now_ns() - t0) / k / 1000.0;
 		}
 	}
 	for (int i = 0; i < n; i++)
@@ -208,13 +216,14 @@ static void print(const struct subject *s, int n, FILE *csv)
 }
 
 /* The default, synced cycle: free on tmpfs, a device flush on a disk
- * (ext4 under /var/tmp here); fewer cycles there. */
+ * (ext4 under /var/tmp here); fewer cycles there.  Against the bare
+ * cycle in the same directory, batch by batch. */
 static void synced(const struct bench_opts *o, const char *dir, FILE *csv)
 {
-	char dtmpl[4200], dpath[4300];
-	struct subject s[2];
-	double mean[2][BENCH_MAX_SAMPLES];
-	int n = 0, batches = o->batches < 11 ? o->batches : 11;
+	char dtmpl[4200], dpath[4300], fs[64];
+	struct subject s[3];
+	static double mean[3][BENCH_MAX_SAMPLES];
+	int n = 0, batches = o->batches < 31 ? o->batches : 31;
 	struct pidlock *fast, *slow;
 
 	snprintf(dtmpl, sizeof(dtmpl), "%s/pidlock-bench.XXXXXX", dir);
@@ -225,14 +234,19 @@ static void synced(const struct bench_opts *o, const char *dir, FILE *csv)
 	snprintf(dpath, sizeof(dpath), "%s/bench.lock", dtmpl);
 	fast = new_lock(dpath, PIDLOCK_NO_SYNC);
 	slow = new_lock(dpath, 0);
-	add(s, &n, "  PIDLOCK_NO_SYNC", "nosync", cycle_pidlock, fast);
-	add(s, &n, "  default (fdatasync)", "fdatasync", cycle_pidlock, slow);
-	s[0].mean = mean[0];
-	s[1].mean = mean[1];
+	add(s, &n, "  bare flock cycle", "bare", cycle_bare_at, dpath);
+	add(s, &n, "  pidlock, PIDLOCK_NO_SYNC", "nosync", cycle_pidlock, fast);
+	add(s, &n, "  pidlock, default (fdatasync)", "fdatasync",
+	    cycle_pidlock, slow);
+	for (int i = 0; i < n; i++)
+		s[i].mean = mean[i];
+	s[0].cycles = s[1].cycles = o->cycles / 10 + 1;
 	run_batches(s, n, batches, o->cycles / 100 + 1);
-	printf("  pidlock in %s:\n", dir);
+	printf("  in %s (%s), %d batches, median of batch means:\n", dir,
+	       bench_fstype(dir, fs, sizeof(fs)), batches);
 	for (int i = 0; i < n; i++) {
-		printf("  %-40s %8.2f us\n", s[i].name, s[i].median);
+		printf("  %-40s %8.2f us  %5.2fx bare there\n", s[i].name,
+		       s[i].median, s[i].median / s[0].median);
 		if (csv)
 			fprintf(csv, "%s,%s,%.3f\n", dir, s[i].key, s[i].median);
 	}
@@ -275,8 +289,8 @@ void bench_cycles(const struct bench_opts *o)
 
 	if (!mean)
 		bench_die("calloc", ENOMEM);
-	printf("\nuncontended acquire+release, %d batches x %d cycles, "
-	       "median of batch means:\n", o->batches, o->cycles);
+	printf("\nuncontended acquire+release in %s, %d batches x %d cycles, "
+	       "median of batch means:\n", bench_where, o->batches, o->cycles);
 	add(s, &n, "bare flock cycle (baseline)", "bare", cycle_bare, NULL);
 	add(s, &n, "pidlock, PIDLOCK_NO_SYNC", "pidlock", cycle_pidlock, fast);
 	add(s, &n, "pidlock shared, joining a holder", "shared-join",
@@ -302,7 +316,9 @@ void bench_cycles(const struct bench_opts *o)
 	free(mean);
 
 	csv = bench_csv(o, "synced.csv", "dir,subject,median_us");
+	printf("\nthe synced cycle (default flags) against bare flock:\n");
 	synced(o, o->dir, csv);
-	synced(o, "/var/tmp", csv);
+	if (strcmp(o->sync_dir, o->dir) != 0)
+		synced(o, o->sync_dir, csv);
 	bench_csv_close(csv);
 }

@@ -259,8 +259,8 @@ void bench_handoff(const struct bench_opts *o)
 	FILE *csv = bench_csv(o, "handoff.csv", "subject,median_us,ratio");
 	double base = 0;
 
-	printf("\nhand-off, release -> waiter holds, median of %d rounds:\n",
-	       o->rounds);
+	printf("\nhand-off in %s, release -> waiter holds, median of %d "
+	       "rounds:\n", bench_where, o->rounds);
 	for (size_t i = 0; i < sizeof(styles) / sizeof(styles[0]); i++) {
 		double m = turns(o->rounds, &styles[i]);
 

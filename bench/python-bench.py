@@ -5,7 +5,9 @@ and the hand-off between threads of one process against the hand-off
 between processes.
 
     python3 bench/python-bench.py [--dir DIR] [--rounds N] [--cycles N]
-                                  [--handoffs N]
+                                  [--handoffs N] [--contended N]
+                                  [--parts cycle,handoff,contended]
+                                  [--csv FILE]
 
 Each lock takes and lets go of a free lock --cycles times per round, in
 turns, one round each in a row so that every lock sees the same machine;
@@ -25,12 +27,17 @@ makes, writes and syncs a file: the herd costs CPU, and on a disk
 (--dir) its syncs cost time too.
 
 Runs in /dev/shm by default, like bench/bench; `make bench' runs it with
-the build tree's library (PIDLOCK_LIBRARY, PYTHONPATH).
+the build tree's library (PIDLOCK_LIBRARY, PYTHONPATH), there and in a
+disk directory.  Every heading names the directory and its filesystem.
+--parts runs some of the three parts only; --csv writes the figures
+there: part,subject,per_second,us (us: the cycle's time, the hand-off's,
+or the CPU per contended cycle).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import ctypes
 import multiprocessing
 import os
@@ -143,6 +150,23 @@ def contended(directory: str, threads: bool, cycles: int) -> tuple:
             (cpu_seconds() - cpu) / n * 1e6)
 
 
+def fstype(directory: str) -> str:
+    """The type of the filesystem DIRECTORY is on, from the mount whose
+    device number it has (/proc/self/mountinfo); "?" when not found."""
+    dev = os.stat(directory).st_dev
+    want = f"{os.major(dev)}:{os.minor(dev)}"
+    found = "?"
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as f:
+            for line in f:
+                fields, _, rest = line.partition(" - ")
+                if fields.split()[2:3] == [want] and rest:
+                    found = rest.split()[0]    # the last: the one on top
+    except OSError:
+        pass
+    return found
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
@@ -150,34 +174,60 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=2000)
     ap.add_argument("--handoffs", type=int, default=300)
     ap.add_argument("--contended", type=int, default=300)
+    ap.add_argument("--parts", default="cycle,handoff,contended")
+    ap.add_argument("--csv", metavar="FILE")
     args = ap.parse_args()
-    results = {name: [] for name, _ in CANDIDATES}
+    parts = set(args.parts.split(","))
+    if not parts <= {"cycle", "handoff", "contended"}:
+        ap.error(f"--parts: not a part: {', '.join(sorted(parts))}")
+    directory = args.dir or tempfile.gettempdir()
+    where = f"{directory} ({fstype(directory)})"
+    rows = []
+    if "cycle" in parts:
+        results = {name: [] for name, _ in CANDIDATES}
+        with tempfile.TemporaryDirectory(prefix="pidlock-pybench.",
+                                         dir=args.dir) as d:
+            for r in range(args.rounds):
+                for i, (name, make) in enumerate(CANDIDATES):
+                    path = os.path.join(d, f"{r}-{i}.lock")
+                    results[name].append(cycles_per_second(make, path,
+                                                           args.cycles))
+        base = statistics.median(results["filelock.FileLock"])
+        print(f"python bench: acquire+release per second, median of "
+              f"{args.rounds} rounds of {args.cycles}, in {where}")
+        for name, rates in results.items():
+            med = statistics.median(rates)
+            print(f"  {name:22} {med:10.0f}/s  ratio {med / base:5.2f}"
+                  f"  (min {min(rates):.0f}, max {max(rates):.0f})")
+            rows.append(("cycle", name, f"{med:.0f}", f"{1e6 / med:.2f}"))
     with tempfile.TemporaryDirectory(prefix="pidlock-pybench.", dir=args.dir) as d:
-        for r in range(args.rounds):
-            for i, (name, make) in enumerate(CANDIDATES):
-                path = os.path.join(d, f"{r}-{i}.lock")
-                results[name].append(cycles_per_second(make, path, args.cycles))
-    base = statistics.median(results["filelock.FileLock"])
-    print(f"python bench: acquire+release per second, median of {args.rounds} "
-          f"rounds of {args.cycles}, in {args.dir or tempfile.gettempdir()}")
-    for name, rates in results.items():
-        med = statistics.median(rates)
-        print(f"  {name:22} {med:10.0f}/s  ratio {med / base:5.2f}"
-              f"  (min {min(rates):.0f}, max {max(rates):.0f})")
-    print(f"python bench: pidlock.FileLock hand-off, release to next holder, "
-          f"median of {args.handoffs}")
-    with tempfile.TemporaryDirectory(prefix="pidlock-pybench.", dir=args.dir) as d:
-        for waiters in (1, 8):
-            us = {kind: handoff_us(d, waiters, kind == "threads", args.handoffs)
-                  for kind in ("threads", "processes")}
-            print(f"  {waiters} waiting: threads of one process "
-                  f"{us['threads']:7.0f} us, processes {us['processes']:7.0f} us")
-        print(f"python bench: pidlock.FileLock, {CONTENDERS} contending, "
-              f"{args.contended} cycles each")
-        for kind in ("threads", "processes"):
-            rate, cpu = contended(d, kind == "threads", args.contended)
-            name = "threads of one process" if kind == "threads" else kind
-            print(f"  {name:22} {rate:10.0f}/s  CPU {cpu:6.0f} us per cycle")
+        if "handoff" in parts:
+            print(f"python bench: pidlock.FileLock hand-off in {where}, "
+                  f"release to next holder, median of {args.handoffs}")
+            for waiters in (1, 8):
+                us = {kind: handoff_us(d, waiters, kind == "threads",
+                                       args.handoffs)
+                      for kind in ("threads", "processes")}
+                print(f"  {waiters} waiting: threads of one process "
+                      f"{us['threads']:7.0f} us, processes "
+                      f"{us['processes']:7.0f} us")
+                for kind, v in us.items():
+                    rows.append(("handoff", f"{waiters} waiting {kind}", "",
+                                 f"{v:.1f}"))
+        if "contended" in parts:
+            print(f"python bench: pidlock.FileLock in {where}, {CONTENDERS} "
+                  f"contending, {args.contended} cycles each")
+            for kind in ("threads", "processes"):
+                rate, cpu = contended(d, kind == "threads", args.contended)
+                name = "threads of one process" if kind == "threads" else kind
+                print(f"  {name:22} {rate:10.0f}/s  CPU {cpu:6.0f} us "
+                      f"per cycle")
+                rows.append(("contended", kind, f"{rate:.0f}", f"{cpu:.1f}"))
+    if args.csv:
+        with open(args.csv, "w", newline="", encoding="utf-8") as f:
+            out = csv.writer(f, lineterminator="\n")
+            out.writerow(("part", "subject", "per_second", "us"))
+            out.writerows(rows)
 
 
 if __name__ == "__main__":

@@ -244,8 +244,8 @@ void bench_throughput(const struct bench_opts *o)
 	FILE *csv = bench_csv(o, "throughput.csv",
 			      "procs,bare,pidlock,liblockfile");
 
-	printf("\ncontended throughput, increments/s of a shared counter, "
-	       "%.1f s a point:\n", o->scale_seconds);
+	printf("\ncontended throughput in %s, increments/s of a shared "
+	       "counter, %.1f s a point:\n", bench_where, o->scale_seconds);
 	printf("  %5s %12s %12s %7s %12s\n", "procs", "bare flock",
 	       "pidlock", "ratio", "liblockfile");
 	for (int i = 0; i < np; i++) {
@@ -336,8 +336,8 @@ void bench_herd(const struct bench_opts *o)
 	FILE *csv = bench_csv(o, "herd.csv",
 			      "kind,waiters,handoffs,latency_us,cpu_us");
 
-	printf("\nherds: every release finds N waiters; hold %d us; "
-	       "%.1f s a point:\n", HOLD_US, o->scale_seconds);
+	printf("\nherds in %s: every release finds N waiters; hold %d us; "
+	       "%.1f s a point:\n", bench_where, HOLD_US, o->scale_seconds);
 	printf("  %-34s %7s %9s %12s %14s\n", "", "waiters", "hand-offs",
 	       "latency", "CPU/hand-off");
 	for (size_t k = 0; k < sizeof(herd_kinds) / sizeof(herd_kinds[0]); k++) {

@@ -11,6 +11,8 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +20,45 @@
 
 char bench_path[4200];
 char bench_dir[4096];
+char bench_where[4200];
+
+/* The mount with DIR's device number in /proc/self/mountinfo (its
+ * third field is MAJOR:MINOR, the type follows " - "); else statfs's
+ * magic for the two that matter here. */
+const char *bench_fstype(const char *dir, char *buf, size_t size)
+{
+	char line[8192], dev[64];
+	struct statfs sfs;
+	struct stat st;
+	FILE *f;
+
+	snprintf(buf, size, "?");
+	if (stat(dir, &st) < 0)
+		return buf;
+	snprintf(dev, sizeof(dev), " %u:%u ", major(st.st_dev),
+		 minor(st.st_dev));
+	f = fopen("/proc/self/mountinfo", "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - "), *at = strstr(line, dev);
+		size_t n;
+
+		if (!sep || !at || at > sep)
+			continue;
+		sep += 3;
+		n = strcspn(sep, " \n");
+		/* The last one: the mount on top of any it hides. */
+		snprintf(buf, size, "%.*s", (int)n, sep);
+	}
+	if (f)
+		fclose(f);
+	if (strcmp(buf, "?") == 0 && statfs(dir, &sfs) == 0) {
+		if (sfs.f_type == 0x01021994)		/* TMPFS_MAGIC */
+			snprintf(buf, size, "tmpfs");
+		else if (sfs.f_type == 0xEF53)		/* EXT4_SUPER_MAGIC */
+			snprintf(buf, size, "ext2/3/4");
+	}
+	return buf;
+}
 
 double bench_now_ns(void)
 {
@@ -98,13 +139,18 @@ void bench_csv_close(FILE *f)
 /* fslock-guard's acquire: lock, then make sure the path is that inode. */
 int bench_bare_take(void)
 {
+	return bench_bare_take_at(bench_path);
+}
+
+int bench_bare_take_at(const char *path)
+{
 	for (;;) {
 		struct stat a, b;
-		int fd = open(bench_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 
 		if (fd < 0 || flock(fd, LOCK_EX) < 0)
 			bench_die("bare take", errno);
-		if (fstat(fd, &a) == 0 && lstat(bench_path, &b) == 0 &&
+		if (fstat(fd, &a) == 0 && lstat(path, &b) == 0 &&
 		    a.st_ino == b.st_ino && a.st_dev == b.st_dev)
 			return fd;
 		close(fd);
@@ -113,7 +159,12 @@ int bench_bare_take(void)
 
 void bench_bare_give(int fd)
 {
-	if (unlink(bench_path) < 0 || close(fd) < 0)
+	bench_bare_give_at(bench_path, fd);
+}
+
+void bench_bare_give_at(const char *path, int fd)
+{
+	if (unlink(path) < 0 || close(fd) < 0)
 		bench_die("bare give", errno);
 }
 
