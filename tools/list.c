@@ -122,6 +122,10 @@ static void print_row(const struct row *r, int width, int swidth)
 {
 	const struct pidlock_info *i = &r->info;
 	bool data = i->state == PIDLOCK_STATE_NOT_LOCK_FILE;
+	/* Free names nobody, as --status --json says (null): a record left
+	 * by a holder whose exit was its release (-F, a shell's descriptor)
+	 * or that was marked released is no holder's. */
+	bool nobody = data || i->state == PIDLOCK_STATE_FREE;
 	char pid[16] = "-", kinds[32] = "-", age[48] = "-";
 	const char *alive = "-";
 
@@ -131,14 +135,14 @@ static void print_row(const struct row *r, int width, int swidth)
 		return;
 	}
 	/* Other data names nobody: its pid=-like lines are no record. */
-	if (!data && i->pid > 0)
+	if (!nobody && i->pid > 0)
 		text_set(pid, sizeof(pid), "%d", (int)i->pid);
 	/* A hidden holder's record numbers its pid as the holder's own
 	 * namespace does: "no" here would say nothing true. */
-	if (!data && i->pid > 0 && i->pid_alive >= 0 &&
+	if (!nobody && i->pid > 0 && i->pid_alive >= 0 &&
 	    !(i->holder_hidden && !i->pid_alive))
 		alive = i->pid_alive ? "yes" : "no";
-	if (!data && i->has_timestamp)
+	if (!nobody && i->has_timestamp)
 		format_age((int64_t)time(NULL) - i->timestamp, age, sizeof(age));
 	if (!data)
 		format_kinds(i->kernel_locks, kinds, sizeof(kinds));

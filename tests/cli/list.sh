@@ -51,6 +51,22 @@ grep -q "^held.lock *held *$held_pid *yes *flock,fcntl .* job$" "$T/out" ||
 	fail "--list held.lock row: $(grep held.lock "$T/out")"
 pass "--list: a table, one row per lock file"
 
+# A -F run SIGKILLed: its exit was its release, the file is free, and
+# free names nobody in the table as in --status --json (pid null).
+mkdir "$T/f" && cd "$T/f" || exit 99
+"$PIDLOCK" -F exec.lock sleep 30 &
+p=$!
+wait_until held exec.lock
+kill -KILL "$p"
+wait "$p" 2>/dev/null
+"$PIDLOCK" --list . > "$T/out3" || fail "--list after -F"
+grep -q '^exec.lock *free *- *- *none *- *$' "$T/out3" ||
+	fail "--list of a SIGKILLed -F run: $(cat "$T/out3")"
+[ "$("$PIDLOCK" --status --json exec.lock | tr ',' '\n' | grep '"pid":')" = ' "pid": null' ] ||
+	fail "--status --json of it: $("$PIDLOCK" --status --json exec.lock)"
+pass "--list and --status --json agree: a free file names nobody"
+cd "$T/d" || exit 99
+
 mkdir "$T/empty"
 "$PIDLOCK" --list --json "$T/empty" > "$T/j2" || fail "empty directory"
 json_flat "$T/j2"
