@@ -673,13 +673,15 @@ class FileLock(contextlib.ContextDecorator):
                     return
             elif lock is None:
                 return
-            elif lock._owner is not None and lock._handle is not None:
+            elif (lock._owner is not None and lock._handle is not None
+                  and (force or ctx.counter <= 1 or not todo[0])):
                 # A hold that this process recorded (Lock.acquire() sets
                 # _owner once the library took it; whatever lets go
-                # through the Lock clears it): held, without the stat(2)
-                # of pidlock_verify().  If the library says otherwise
-                # at the release, nothing changes (below), as when
-                # is_locked is False.
+                # through the Lock clears it), and a step that ends in
+                # the let-go: held, without the stat(2) of
+                # pidlock_verify().  If the library says otherwise at
+                # the let-go, nothing changes (below), as when is_locked
+                # is False.
                 if lock._owner != _pid:
                     return   # a forked child's: not locked (Lock.locked)
                 recorded = True
