@@ -84,6 +84,8 @@ class AcquireReturnProxy:
 class _Context:
     """A FileLock's hold: its pidlock handle and the nesting count."""
 
+    __slots__ = ("lock", "counter", "sites", "held", "mutex", "settings")
+
     def __init__(self) -> None:
         self.lock: Optional[Lock] = None
         self.counter = 0
@@ -100,8 +102,22 @@ class _Context:
         self.settings: "dict[str, Any]" = {}
 
 
-class _ThreadContext(_Context, threading.local):
-    """One _Context per thread (thread_local=True)."""
+class _ThreadContexts(threading.local):
+    """One _Context per thread (thread_local=True), as .ctx: the
+    thread-local object is looked into once per call, and the _Context's
+    own fields are plain attributes."""
+
+    def __init__(self) -> None:
+        self.ctx = _Context()
+
+
+class _SharedContext:
+    """The one _Context of all threads (thread_local=False), as .ctx."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self) -> None:
+        self.ctx = _Context()
 
 
 class FileLock(contextlib.ContextDecorator):
@@ -131,12 +147,19 @@ class FileLock(contextlib.ContextDecorator):
 
     _instances: "weakref.WeakValueDictionary[str, FileLock]" = weakref.WeakValueDictionary()
     _instances_guard = threading.Lock()
+    #: Whether timeout, blocking, poll_interval and is_locked are
+    #: FileLock's own properties: acquire and release then read the
+    #: values behind them directly (a subclass that overrides one is
+    #: asked through it, as before).
+    _plain = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # A subclass's singletons are its own: FileLock(p) and MyLock(p)
         # are two objects (and two holds).
         cls._instances = weakref.WeakValueDictionary()
+        cls._plain = all(getattr(cls, name) is FileLock.__dict__[name]
+                         for name in _PLAIN_PROPERTIES)
         init = cls.__dict__.get("__init__")
         if init is not None:
             cls.__init__ = _narrowed(init)  # type: ignore[method-assign]
@@ -210,7 +233,7 @@ class FileLock(contextlib.ContextDecorator):
         self._poll_interval = poll_interval
         self._tag = tag
         self._flags = flags
-        self._context: _Context = _ThreadContext() if thread_local else _Context()
+        self._contexts = _ThreadContexts() if thread_local else _SharedContext()
         self._creator_pid = os.getpid()
         _LIVE.add(self)
         self._ready = True
@@ -228,6 +251,11 @@ class FileLock(contextlib.ContextDecorator):
                 "preserve_lock_file": self.preserve_lock_file,
                 "on_acquired": self.on_acquired, "tag": self._tag,
                 "flags": self._flags}
+
+    @property
+    def _context(self) -> _Context:
+        """This thread's hold (thread_local), or the one of all threads."""
+        return self._contexts.ctx
 
     # --- filelock's properties ---------------------------------------------
     @property
@@ -340,19 +368,29 @@ class FileLock(contextlib.ContextDecorator):
         if poll_intervall is not None:
             warnings.warn("use poll_interval instead of poll_intervall",
                           DeprecationWarning, stacklevel=2)
-        if timeout is None:
-            timeout = self.timeout
-        if blocking is None:
-            blocking = self.blocking
+        ctx = self._contexts.ctx
+        if self._plain and not ctx.settings:
+            # Nothing set after the constructor: its values, without
+            # the properties' look-ups.
+            if timeout is None:
+                timeout = self._timeout
+            if blocking is None:
+                blocking = self._blocking
+            if poll_interval is None:
+                poll_interval = self._poll_interval
+        else:
+            if timeout is None:
+                timeout = self.timeout
+            if blocking is None:
+                blocking = self.blocking
+            if poll_interval is None:
+                poll_interval = self.poll_interval
         if not blocking:
             timeout = 0
         # Made before the lock is taken: after the hold, nothing but
         # bookkeeping that an interrupt cannot leave half done.
         proxy = AcquireReturnProxy(self)
-        ctx = self._context
         counted = [False]
-        if poll_interval is None:
-            poll_interval = self.poll_interval
         try:
             if not self._count_in(ctx, timeout, counted, cancel_check,
                                   poll_interval):
@@ -367,15 +405,25 @@ class FileLock(contextlib.ContextDecorator):
     def _count_in(self, ctx: _Context, timeout: float, counted: list,
                   cancel_check: Optional[Callable[[], bool]] = None,
                   poll_interval: float = 0.05) -> bool:
-        self._refuse_inherited()
-        wait = -1 if timeout < 0 else timeout
-        if not ctx.mutex.acquire(timeout=wait):
+        if self._creator_pid != _pid:
+            self._refuse_inherited()
+        mutex = ctx.mutex
+        if not (mutex.acquire() if timeout < 0 else mutex.acquire(True, timeout)):
             return False
         try:
-            first = not self.is_locked
+            if self._plain:
+                lock = ctx.lock
+                first = lock is None or not lock.locked
+            else:
+                first = not self.is_locked
+            debugging = _log.filelock_debugging()
             if first:
-                key = self._refuse_deadlock(ctx, timeout)
-                _log.debug_filelock(_log.ATTEMPT_ACQUIRE, self, self._lock_file)
+                held = _HELD.files
+                me = id(self)
+                if timeout < 0 and held and (len(held) > 1 or me not in held):
+                    self._refuse_deadlock_in(held)
+                if debugging:
+                    _log.debug_filelock(_log.ATTEMPT_ACQUIRE, self, self._lock_file)
                 if cancel_check is None:
                     self._take(ctx, timeout)
                 else:
@@ -384,9 +432,10 @@ class FileLock(contextlib.ContextDecorator):
             ctx.counter += 1
             counted[0] = True
             if first:
-                _HELD.paths[key] = id(self)
-                ctx.held = (_HELD.paths, key)
-            _log.debug_filelock(_log.ACQUIRED, self, self._lock_file)
+                held[me] = self._lock_file
+                ctx.held = (held, me)
+            if debugging:
+                _log.debug_filelock(_log.ACQUIRED, self, self._lock_file)
             if first and self._on_acquired is not None:
                 self._call_on_acquired(ctx, counted)
         except BaseException:
@@ -406,11 +455,26 @@ class FileLock(contextlib.ContextDecorator):
                                "inherited across fork (made before os.fork()): "
                                "make a new one in the child")
 
-    def _refuse_deadlock(self, ctx: _Context, timeout: float) -> str:
+    def _refuse_deadlock_in(self, held: "dict[int, str]") -> None:
         """A first acquire that would wait without a limit for a hold of
         another FileLock of this thread on the same path would wait
-        forever: it raises RuntimeError instead (filelock's rule; the
-        first sentence is filelock's).  Returns the path's key."""
+        forever: RuntimeError (filelock's rule; the first sentence is
+        filelock's).  held is this thread's table of holds, id of the
+        FileLock -> its path as given: the paths are made canonical
+        (_canonical()) only here, when the thread holds another lock,
+        and not at every acquire."""
+        mine = _canonical(self._lock_file)
+        me = id(self)
+        for other, path in list(held.items()):
+            if other != me and _canonical(path) == mine:
+                raise RuntimeError(f"Deadlock: lock '{self._lock_file}' is already "
+                                   f"held by a different {self._holder_kind}.  Use is_singleton=True to share one "
+                                   "instance, or a timeout")
+
+    def _refuse_deadlock(self, ctx: _Context, timeout: float) -> str:
+        """The same rule by _deadlock_key(), over the table of keys
+        (_HELD.paths) that AsyncFileLock keeps (its key is per task, made
+        at each first acquire).  Returns the key."""
         key = self._deadlock_key()
         other = _HELD.paths.get(key)
         if timeout < 0 and other is not None and other != id(self):
@@ -423,8 +487,8 @@ class FileLock(contextlib.ContextDecorator):
     _holder_kind = "FileLock instance in this thread"
 
     def _deadlock_key(self) -> Any:
-        """Whose holds would make a wait a deadlock: this thread's (the
-        table is per thread) on the same path."""
+        """Whose holds would make a wait a deadlock (_refuse_deadlock()):
+        this thread's (the table is per thread) on the same path."""
         return _canonical(self._lock_file)
 
     def _after_fork_in_child(self) -> None:
@@ -493,7 +557,8 @@ class FileLock(contextlib.ContextDecorator):
             ctx.mutex.release()
 
     def _take(self, ctx: _Context, timeout: float) -> None:
-        if ctx.lock is None:
+        lock = ctx.lock
+        if lock is None:
             # No mode given: the library's 0o644 less the umask, which
             # is what self.mode says (a mode given is exact).
             lock = Lock(self._lock_file, tag=self._tag, flags=self._flags,
@@ -502,11 +567,18 @@ class FileLock(contextlib.ContextDecorator):
             ctx.lock = lock
         try:
             try:
-                self._acquire_reporting(ctx.lock, timeout)
+                # _acquire_reporting(), its first try without a call.
+                start = time.monotonic() if timeout > 0 else None
+                try:
+                    lock.acquire(0)
+                except Busy:
+                    if timeout == 0:
+                        raise
+                    self._wait_reporting(lock, timeout, start)
             except FileNotFoundError:
                 if not self._make_parents():
                     raise
-                self._acquire_reporting(ctx.lock, timeout)
+                self._acquire_reporting(lock, timeout)
         except Busy as busy:
             _log.debug_filelock(_log.FAILED_AT_ONCE if timeout == 0
                                 else _log.TIMED_OUT, self, self._lock_file)
@@ -521,7 +593,8 @@ class FileLock(contextlib.ContextDecorator):
             raise NotImplementedError(
                 f"{self._lock_file}: the file system does not take the "
                 "kernel locks that pidlock needs (ENOLCK)") from exc
-        self._apply_mode(ctx.lock)
+        if self._mode is not None:
+            self._apply_mode(lock)
 
     def _acquire_reporting(self, lock: Lock, timeout: float) -> None:
         """lock.acquire(timeout), with a record on the filelock logger
@@ -530,13 +603,20 @@ class FileLock(contextlib.ContextDecorator):
         if timeout == 0:
             lock.acquire(0)
             return
-        start = time.monotonic()
+        start = None if timeout < 0 else time.monotonic()
         try:
             lock.acquire(0)
             return
         except Busy:
-            _log.debug_filelock(_log.WAITING, self, self._lock_file)
-        lock.acquire(None if timeout < 0
+            self._wait_reporting(lock, timeout, start)
+
+    def _wait_reporting(self, lock: Lock, timeout: float,
+                        start: Optional[float]) -> None:
+        """The wait after a first try found the lock held: recorded, and
+        as long as what is left of timeout since start (None: no
+        limit)."""
+        _log.debug_filelock(_log.WAITING, self, self._lock_file)
+        lock.acquire(None if start is None
                      else max(0.0, timeout - (time.monotonic() - start)))
 
     def _make_parents(self) -> bool:
@@ -566,38 +646,103 @@ class FileLock(contextlib.ContextDecorator):
 
         An interrupted release still does its part before the exception
         goes on."""
-        ctx = self._context
+        ctx = self._contexts.ctx
         todo = [True]
+        # _lib.settle(), with its first run called directly.
+        try:
+            self._release_step(ctx, force, todo)
+            return
+        except BaseException as exc:  # noqa: BLE001 - a handler raised
+            late = exc
+        for _ in range(9):
+            try:
+                self._release_step(ctx, force, todo)
+                break
+            except BaseException as exc:  # noqa: BLE001 - a handler raised
+                late = exc
+        raise late
 
-        def step() -> None:
-            with ctx.mutex:
+    def _release_step(self, ctx: _Context, force: bool, todo: list) -> None:
+        """release()'s part, run again until done if a signal handler
+        raises during it: todo[0] says whether the count is still to be
+        taken down."""
+        with ctx.mutex:
+            lock = ctx.lock
+            recorded = False
+            if not self._plain:
                 if not self.is_locked:
                     return
-                if todo[0]:
-                    ctx.counter = 0 if force else ctx.counter - 1
-                    todo[0] = False
-                    if ctx.sites:
-                        ctx.sites.pop()
-                if ctx.counter <= 0:
-                    ctx.counter = 0
-                    ctx.sites.clear()
+            elif lock is None:
+                return
+            elif (lock._owner is not None and lock._handle is not None
+                  and (force or ctx.counter <= 1 or not todo[0])):
+                # A hold that this process recorded (Lock.acquire() sets
+                # _owner once the library took it; whatever lets go
+                # through the Lock clears it), and a step that ends in
+                # the let-go: held, without the stat(2) of
+                # pidlock_verify().  If the library says otherwise at
+                # the let-go, nothing changes (below), as when is_locked
+                # is False.
+                if lock._owner != _pid:
+                    return   # a forked child's: not locked (Lock.locked)
+                recorded = True
+            elif not lock.locked:
+                return
+            sites = ctx.sites
+            counted = todo[0]
+            if counted:
+                before = ctx.counter
+                ctx.counter = 0 if force else before - 1
+                todo[0] = False
+                popped = sites.pop() if sites else None
+            if ctx.counter <= 0:
+                ctx.counter = 0
+                kept = None
+                if sites:
+                    kept = sites[:]
+                    sites.clear()
+                if _log.filelock_debugging():
                     _log.debug_filelock(_log.ATTEMPT_RELEASE, self, self._lock_file)
+                    # The record's handlers ran: the hold is asked again.
                     _let_go_uncounted(ctx)
                     _log.debug_filelock(_log.RELEASED, self, self._lock_file)
-
-        _lib.settle(step)
+                    return
+                try:
+                    lock.release()
+                except OSError as exc:
+                    if not (recorded and type(exc) is OSError
+                            and exc.errno == errno.ENOLCK):
+                        raise
+                    # The library held nothing (only an interrupt within
+                    # a Lock's own clean-up leaves such a record): not
+                    # locked, and release() changes nothing.
+                    if counted:
+                        ctx.counter = before
+                        if kept:
+                            sites[:] = kept
+                        if popped is not None:
+                            sites.append(popped)
+                        todo[0] = True
+                    return
+                held = ctx.held   # _forget_held()
+                if held is not None:
+                    ctx.held = None
+                    held[0].pop(held[1], None)
 
     def __enter__(self) -> "FileLock":
         # acquire()'s body, not a call of it: the call's return would be
         # one more place where an interrupt could land after the count.
-        ctx = self._context
+        ctx = self._contexts.ctx
         site = with_site(sys._getframe(1))
         if site in ctx.sites:
             _lib.settle(lambda: self._forget_exits(ctx, site))
+        if self._plain and not ctx.settings:
+            timeout = self._timeout if self._blocking else 0
+        else:
+            timeout = self.timeout if self.blocking else 0
         counted = [False]
         try:
-            if not self._count_in(ctx, self.timeout if self.blocking else 0,
-                                  counted):
+            if not self._count_in(ctx, timeout, counted):
                 raise Timeout(self._lock_file)
             ctx.sites.append(site)
         except BaseException:
@@ -640,6 +785,10 @@ class FileLock(contextlib.ContextDecorator):
     def __repr__(self) -> str:
         state = "locked" if self.is_locked else "unlocked"
         return f"<pidlock.FileLock {self._lock_file!r} {state}>"
+
+
+#: The properties that FileLock._plain is about.
+_PLAIN_PROPERTIES = ("timeout", "blocking", "poll_interval", "is_locked")
 
 
 def _option_defaults(cls: type) -> "dict[str, Any]":
@@ -707,18 +856,26 @@ def _let_go_uncounted(ctx: _Context) -> None:
     """Under ctx.mutex: a hold with a count of 0 is nobody's; let go."""
     if ctx.counter == 0 and ctx.lock is not None and ctx.lock.locked:
         ctx.lock.release()
-    if ctx.counter == 0 and ctx.held is not None:
+    if ctx.counter == 0:
+        _forget_held(ctx)
+
+
+def _forget_held(ctx: _Context) -> None:
+    """Under ctx.mutex, the count at 0: out of the deadlock rule's table."""
+    if ctx.held is not None:
         table, key = ctx.held
         ctx.held = None
         table.pop(key, None)
 
 
 class _Held(threading.local):
-    """The paths that this thread's FileLocks hold: path key -> id of
-    the FileLock (the deadlock rule)."""
+    """The holds of this thread, for the deadlock rule: files, id of a
+    FileLock -> its path as given (_refuse_deadlock_in()); paths, an
+    AsyncFileLock's key -> its id (_refuse_deadlock())."""
 
     def __init__(self) -> None:
-        self.paths: "dict[str, int]" = {}
+        self.files: "dict[int, str]" = {}
+        self.paths: "dict[Any, int]" = {}
 
 
 _HELD = _Held()
@@ -726,10 +883,17 @@ _HELD = _Held()
 _LIVE: "weakref.WeakSet[FileLock]" = weakref.WeakSet()
 
 
+#: os.getpid(), kept by _reset_in_child(): acquire and release compare
+#: pids without a getpid(2) each (a child that Python's fork hooks do
+#: not run in, one of os.fork() bypassed, runs no Python code safely).
+_pid = os.getpid()
+
+
 def _reset_in_child() -> None:
     """After os.fork(), in the child: every FileLock is unheld there, its
     singletons and the deadlock table start empty."""
-    global _HELD
+    global _HELD, _pid
+    _pid = os.getpid()
     _HELD = _Held()
     for lock in list(_LIVE):
         if lock._creator_pid != os.getpid():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 
+DEBUG = logging.DEBUG
 LOGGER = logging.getLogger("pidlock")
 FILELOCK_LOGGER = logging.getLogger("filelock")
 
@@ -31,6 +32,13 @@ def debug(msg: str, obj: object, path: str) -> None:
     """A record of ours about obj (named by its id(), as filelock does)."""
     if LOGGER.isEnabledFor(logging.DEBUG):
         LOGGER.debug(msg, id(obj), path)
+
+
+def filelock_debugging() -> bool:
+    """Whether debug_filelock() would write anything: a caller with
+    several records to make asks once."""
+    return (FILELOCK_LOGGER.isEnabledFor(DEBUG)
+            or (LOGGER.handlers != [] and LOGGER.isEnabledFor(DEBUG)))
 
 
 def debug_filelock(msg: str, obj: object, path: str) -> None:
