@@ -633,9 +633,16 @@ class FileLock(contextlib.ContextDecorator):
         the umask; a file of another user keeps its owner's mode."""
         if self._mode is None:
             return
+        # Looked at first, by path (we hold it: the path names our file),
+        # and a file we made has the mode already (pidlock_set_mode(3)
+        # is exact): pidlock_fd() hands the descriptor out, which costs
+        # a rewrite of the record, only where a chmod is due.  A chmod
+        # is an inotify event (IN_ATTRIB) that wakes every waiter.
+        with contextlib.suppress(OSError):
+            if stat.S_IMODE(os.lstat(self._lock_file).st_mode) == \
+                    self._mode & 0o7777:
+                return
         fd = _lib.lib.pidlock_fd(lock._live())   # held: a descriptor
-        # Looked at first: a chmod is an inotify event (IN_ATTRIB) that
-        # wakes every waiter watching the file.
         if stat.S_IMODE(os.fstat(fd).st_mode) == self._mode & 0o7777:
             return
         with contextlib.suppress(PermissionError):
