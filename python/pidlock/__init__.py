@@ -67,10 +67,10 @@ and keeps each class's singletons apart.  What differs:
 * lifetime is validated, then ignored with a warning, as filelock's
   native locks do;
 * Timeout also carries the holder's pid, tag and age;
-* AsyncFileLock (with AsyncUnixFileLock, BaseAsyncFileLock) and
-  BaseFileLock are provided; SoftFileLock, WindowsFileLock and
-  ReadWriteLock are not (doc/migrate-filelock.md says what of filelock
-  3.32 is, and what is not yet).
+* AsyncFileLock (with AsyncUnixFileLock, BaseAsyncFileLock),
+  BaseFileLock, ReadWriteLock and AsyncReadWriteLock are provided;
+  SoftFileLock and WindowsFileLock are not (doc/migrate-filelock.md says
+  what of filelock 3.32 is, and what is not yet).
 
 The library is libpidlock.so.0 of the module's own installation (the
 libdir make install put it in: ./configure --prefix=/opt/x needs no
@@ -129,3 +129,25 @@ __all__ = [
     "Slots",
     "wait_free",
 ]
+
+# filelock's classes that this module does not provide, and why: an
+# ImportError that says what to use, not a bare "cannot import name".
+_NOT_PROVIDED = {
+    "SoftFileLock": "its lock is the file's existence, which a crash "
+                    "leaves behind; pidlock.FileLock holds kernel locks "
+                    "(never stale) and still writes the record that "
+                    "file-existence lockers honour",
+    "AsyncSoftFileLock": "use pidlock.AsyncFileLock, for the reason "
+                         "SoftFileLock gives",
+    "WindowsFileLock": "pidlock is for Linux; use pidlock.FileLock",
+    "AsyncWindowsFileLock": "pidlock is for Linux; use "
+                            "pidlock.AsyncFileLock",
+}
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    if name in _NOT_PROVIDED:
+        raise ImportError(f"pidlock provides no {name}: "
+                          f"{_NOT_PROVIDED[name]} (doc/migrate-filelock.md)",
+                          name=name)
+    raise AttributeError(f"module 'pidlock' has no attribute {name!r}")

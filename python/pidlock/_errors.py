@@ -45,6 +45,12 @@ class Busy(TimeoutError):
         tag = f" ({self.tag})" if self.tag else ""
         return f"lock {self.path!r} is held{who}{tag}"
 
+    def __repr__(self) -> str:
+        # Not OSError's: "Busy(110, 'Connection timed out')" says
+        # nothing of the lock, and the errno's text is no timeout's.
+        who = f", pid={self.pid}" if self.pid else ""
+        return f"{type(self).__name__}({self.path!r}{who})"
+
     def __reduce__(self):  # type: ignore[no-untyped-def]
         return (type(self), (self.path, self.holder, self.errno))
 

@@ -148,3 +148,35 @@ def test_sync_flag(lockpath):
     with pytest.raises(OSError) as err:
         pidlock.Lock(lockpath, flags=pidlock.Flags.SYNC | pidlock.Flags.NO_SYNC)
     assert err.value.errno == errno.EINVAL
+
+
+def test_busy_repr_names_the_lock(lockpath):
+    """repr(Busy) names the path and the holder, not an errno's text."""
+    holder = pidlock.Lock(lockpath)
+    holder.acquire()
+    try:
+        with pytest.raises(pidlock.Busy) as err:
+            pidlock.Lock(lockpath).acquire(0)
+        assert repr(err.value) == f"Busy({lockpath!r}, pid={os.getpid()})"
+        assert "timed out" not in repr(err.value)
+    finally:
+        holder.release()
+
+
+def test_module_help_names_what_is_provided():
+    """help(pidlock) does not say that a provided class is not."""
+    doc = pidlock.__doc__
+    assert "ReadWriteLock are not" not in doc
+    for name in ("ReadWriteLock", "AsyncReadWriteLock"):
+        assert hasattr(pidlock, name) and name in doc
+
+
+def test_soft_file_lock_import_names_what_to_use():
+    """filelock's SoftFileLock: an ImportError that says what to use."""
+    with pytest.raises(ImportError, match="pidlock provides no SoftFileLock: "
+                       ".*pidlock.FileLock"):
+        from pidlock import SoftFileLock  # noqa: F401
+    with pytest.raises(ImportError, match="AsyncFileLock"):
+        from pidlock import AsyncSoftFileLock  # noqa: F401
+    with pytest.raises(AttributeError):
+        pidlock.NoSuchThing  # noqa: B018
