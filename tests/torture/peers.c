@@ -141,9 +141,14 @@ static void pause_between(void)
 
 /* --- libpidlock through the C API ----------------------------------------- */
 
+/* "lib" syncs its records (PIDLOCK_SYNC), as every default handle did
+ * up to 1.3.0: the mixes keep both ways, and the synced one keeps the
+ * path free a moment longer between holders, as a disk user's is. */
 static unsigned int lib_flags(enum kind k)
 {
 	switch ((int)k) {
+	case K_LIB:
+		return PIDLOCK_SYNC;
 	case K_LIB_NOSYNC:
 		return PIDLOCK_NO_SYNC;
 	case K_LIB_PLAIN:
