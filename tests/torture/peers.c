@@ -603,8 +603,12 @@ void exec_participant(enum kind k, int slot, long id)
 			argv[n++] = "--keep-file";
 		if (k == K_CLI_SH)
 			argv[n++] = "--shared";
-		/* The tool's modes take turns, one per cycle. */
-		if (id % 3 == 1)
+		/* The tool's modes take turns, one per cycle: synced (the
+		 * default up to 1.3.0), unsynced (the default now), plain
+		 * pid. */
+		if (id % 3 == 0)
+			argv[n++] = "--sync";
+		else if (id % 3 == 1)
 			argv[n++] = "--no-sync";
 		else if (id % 3 == 2 && !cfg->no_plain_pid)
 			argv[n++] = "--plain-pid";
