@@ -137,11 +137,12 @@ PIDLOCK_EXPORT int pidlock_fd(const struct pidlock *lock)
 	 * lock is not changed; this note is bookkeeping, made through a
 	 * pointer that pidlock_new() set to the handle itself. */
 	if (!lock->hold.fd_given) {
-		int r = io_hand_out(lock);
+		signed char noappend;
+		int r = io_hand_out(lock, &noappend);
 
 		if (r < 0)
 			return io_rc_filter(r);
-		lock->hold.self->hold.noappend = r ? 1 : -1;
+		lock->hold.self->hold.noappend = noappend;
 		lock->hold.self->hold.fd_given = true;
 	}
 	return lock->hold.fd;

@@ -319,7 +319,7 @@ int io_write_record(struct pidlock *lock, int fd, pid_t pid, bool keep,
 		    const struct io_old *old, unsigned int how);
 int io_held_old(const struct pidlock *lock, struct io_old *old);
 unsigned int io_hold_how(const struct pidlock *lock);
-int io_hand_out(const struct pidlock *lock);
+int io_hand_out(const struct pidlock *lock, signed char *noappend);
 int64_t io_now_sec(void);
 int64_t io_now_ms(void);
 int64_t io_mtime_ns(const struct stat *st);

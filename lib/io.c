@@ -457,14 +457,14 @@ static int noappend_probe(int fd, char first)
  * write(2), and pwrite(2) too (Linux appends under O_APPEND whatever
  * the offset), land after the record.  Ours then write with
  * RWF_NOAPPEND, or through a second open (write_record_bytes()), as
- * the probe tells (1 or 0).  Once per hold; not
+ * the probe tells (*noappend 1 or -1; 0 untried).  Once per hold; not
  * synced: a crash before the next sync leaves the record as it was,
  * which is still ours.
  */
-int io_hand_out(const struct pidlock *lock)
+int io_hand_out(const struct pidlock *lock, signed char *noappend)
 {
 	char buf[CONTENT_READ_MAX];
-	int fd = lock->hold.fd, fl;
+	int fd = lock->hold.fd, fl, r;
 	ssize_t n = io_read_bounded(fd, buf, sizeof(buf));
 	size_t rec;
 
@@ -474,16 +474,26 @@ int io_hand_out(const struct pidlock *lock)
 	if (rec) {
 		/* Over all n bytes: its padding goes too. */
 		struct io_old old = { .size = (size_t)n, .head = (size_t)n };
-		int r = io_write_content(fd, buf, rec, &old,
-					 IO_KEEP_TAIL | IO_ROOM);
-
+		r = io_write_content(fd, buf, rec, &old,
+				     IO_KEEP_TAIL | IO_ROOM);
 		if (r < 0)
 			return r;
 	}
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_APPEND) < 0)
 		return -errno;
-	return n > 0 ? noappend_probe(fd, buf[0]) : 0;
+	/* Shared holders write the record without a lock among themselves,
+	 * each write whole (io_write_record()): a byte of our stale copy
+	 * would land in another holder's newer record.  Theirs are left
+	 * untried (0), as after a fork. */
+	*noappend = 0;
+	if (n == 0 || lock->set.shared)
+		return 0;
+	r = noappend_probe(fd, buf[0]);
+	if (r < 0)
+		return r;
+	*noappend = r ? 1 : -1;
+	return 0;
 }
 
 int64_t io_now_sec(void)

@@ -6,6 +6,7 @@
  * a spec-only reader.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -18,6 +19,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -260,6 +262,69 @@ START_TEST(concurrent_leavers_one_unlinks)
 		      ROUNDS);
 }
 END_TEST
+
+/* ---- pidlock_fd() among shared holders ------------------------------ */
+
+/*
+ * pwritev2(2), as the library calls it (its own definition is found
+ * first, as flock() below): armed, it lets another shared holder write
+ * its record right before the library's write, then makes the call.
+ */
+static void (*pwritev2_hook)(void);
+
+ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off,
+		 int flags)
+{
+	void (*fn)(void) = pwritev2_hook;
+
+	pwritev2_hook = NULL;
+	if (fn)
+		fn();
+	return syscall(SYS_pwritev2, fd, iov, cnt, (long)off, 0L, flags);
+}
+
+static struct pidlock *other_reader;
+
+static void other_reader_writes(void)
+{
+	ck_assert_int_eq(pidlock_acquire(other_reader, 0), 0);
+}
+
+/*
+ * Shared holders write the record without a lock among themselves, each
+ * write whole.  A hand-out that rewrote one byte of the record it had
+ * read (its first, in a test of RWF_NOAPPEND) put it into the newer
+ * record of another holder that wrote meanwhile: with a pid-first
+ * record of the one and a pid= record of the other, "1id=...", a file
+ * no program takes for a lock file again (the torture's shared mix).
+ */
+TU_LOCK_TEST(hand_out_keeps_other_readers_record, SH | PIDLOCK_PLAIN_PID)
+{
+	struct pidlock_info info;
+	const char *s;
+
+	other_reader = tu_new(p, SH);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert(isdigit((unsigned char)tu_read(p)[0]));
+	pwritev2_hook = other_reader_writes;
+	ck_assert_int_ge(pidlock_fd(l), 0);
+	if (pwritev2_hook) {		/* no write of the hand-out's own */
+		pwritev2_hook = NULL;
+		other_reader_writes();
+	}
+	s = tu_read(p);
+	ck_assert_msg(strncmp(s, "pid=", 4) == 0, "the record reads \"%.12s\" "
+		      "after a reader's hand-out", s);
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_uint_eq(info.shared, 1);
+	/* The hand-out's later writes go in whole. */
+	ck_assert_int_eq(pidlock_refresh(l), 0);
+	ck_assert_int_eq(pidlock_inspect(p, &info, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_int_eq(pidlock_release(other_reader), 0);
+	ck_assert(!tu_exists(p));
+	pidlock_free(other_reader);
+}
 
 /* ---- the order of the two kernel locks, by construction ------------- */
 
@@ -1142,6 +1207,7 @@ int main(void)
 		{ blocking_reader_backs_off_from_ofd_writer, 1 },
 		{ timed_writer_leaves_no_standin, 3 },
 		{ standin_grant_given_back, 1 },
+		{ hand_out_keeps_other_readers_record, 1 },
 		{ NULL, 0 },
 	};
 
