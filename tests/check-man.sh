@@ -3,8 +3,8 @@
 #
 # The manual pages, checked against the library (run by make check):
 #  a. every symbol in lib/libpidlock.sym has a page: man/SYMBOL.3 is a
-#     page, or a one-line .so alias to one, whose NAME and SYNOPSIS name
-#     the symbol;
+#     page, or an alias of one (man/aliases; man -l reads every page of
+#     the source tree), whose NAME and SYNOPSIS name the symbol;
 #  b. the built library exports exactly those symbols, each carrying a
 #     version node of the script, and nothing else;
 #  c. mandoc -Tlint -Wwarning and groff -ww (what man -l runs) say
@@ -33,9 +33,38 @@ section() {
 	sed -n "/^\\.SH $2\$/,/^\\.SH /p" "$1" | sed '1d;$d'
 }
 
-is_alias() {
-	head -n 1 "$1" | grep -q '^\.so '
+# man/aliases: ALIAS TARGET.  The page an alias stands for, else empty.
+alias_target() {
+	sed -n "s/^${1##*/} \\([a-z_]*\\.3\\)\$/\\1/p" "$man/aliases"
 }
+
+# ---- a0. the aliases: links in the source tree, copies in a tarball ------
+# A .so alias would not open under man -l outside the installed tree.
+while read -r a t; do
+	case $a in '#'*|'') continue ;; esac
+	if [ ! -f "$man/$t" ] || [ -n "$(alias_target "$t")" ]; then
+		err "man/aliases: $a: target $t is missing or an alias"
+	elif [ -L "$man/$a" ]; then
+		[ "$(readlink "$man/$a")" = "$t" ] ||
+			err "man/$a links to $(readlink "$man/$a"), not $t"
+	elif ! cmp -s "$man/$a" "$man/$t"; then
+		err "man/$a is neither a link to $t nor a copy of it"
+	fi
+done < "$man/aliases"
+for page in "$man"/*.[1-9]; do
+	if [ -L "$page" ] || head -n 1 "$page" | grep -q '^\.so '; then
+		[ -n "$(alias_target "$page")" ] ||
+			err "$page is an alias that man/aliases does not list"
+	fi
+done
+if command -v man > /dev/null 2>&1; then
+	for page in "$man"/*.[1-9]; do
+		out=$(cd "$man/.." && MANWIDTH=80 man -l "man/${page##*/}" 2>&1 >/dev/null)
+		[ -z "$out" ] || err "man -l man/${page##*/}: $out"
+	done
+else
+	echo "check-man: man(1) not found, man -l of the source tree skipped"
+fi
 
 # ---- a. a page for every symbol ----------------------------------------
 symbols=$(sed -n 's/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_]*\);.*/\1/p' "$symfile")
@@ -52,18 +81,8 @@ for s in $symbols; do
 		err "$s has no manual page ($page)"
 		continue
 	fi
-	if is_alias "$page"; then
-		if [ "$(wc -l < "$page")" -ne 1 ] ||
-		   ! grep -qx '\.so man3/[A-Za-z0-9_]*\.3' "$page"; then
-			err "$page: an alias must be one line: .so man3/PAGE.3"
-			continue
-		fi
-		page=$man/$(sed 's|^\.so man3/||' "$page")
-		if [ ! -f "$page" ] || is_alias "$page"; then
-			err "$man/$s.3: alias target $page is missing or an alias"
-			continue
-		fi
-	fi
+	target=$(alias_target "$page")
+	[ -z "$target" ] || page=$man/$target
 	section "$page" NAME | grep -qw -- "$s" ||
 		err "$page: NAME does not list $s"
 	section "$page" SYNOPSIS | grep -q -- "[ *]$s(" ||
@@ -135,7 +154,7 @@ fi
 # ---- c. mandoc lint and cross references ---------------------------------
 stage=$tmp/stage
 for page in "$man"/*.[1-9]; do
-	[ -f "$page" ] || continue
+	[ -f "$page" ] && [ -z "$(alias_target "$page")" ] || continue
 	sec=${page##*.}
 	mkdir -p "$stage/man$sec"
 	cp "$page" "$stage/man$sec/"
@@ -147,7 +166,7 @@ for page in "$stage"/man*/*; do
 	name=${page##*/}
 	for ref in $(grep -o 'pidlock[a-z_]*"\{0,1\} ([357])' "$page" |
 		     tr -d '"() ' | sed 's/\([0-9]\)$/.\1/'); do
-		[ -f "$stage/man${ref##*.}/$ref" ] ||
+		[ -f "$stage/man${ref##*.}/$ref" ] || [ -n "$(alias_target "$ref")" ] ||
 			err "$name refers to $ref, which does not exist"
 	done
 done
@@ -161,12 +180,6 @@ cd "$stage" || exit 99
 for page in man*/*; do
 	out=$("${MANDOC:-mandoc}" -Tlint -Wwarning "$page" 2>&1)
 	rc=$?
-	if is_alias "$page"; then
-		# mandoc always advises ln(1) over .so; the alias form is
-		# what the pages use, so only that advice is accepted.
-		out=$(printf '%s\n' "$out" | grep -v ': WARNING: \.so is fragile, better use ln(1)')
-		rc=0
-	fi
 	if [ -n "$out" ] || [ $rc -ne 0 ]; then
 		err "mandoc -Tlint $page (exit $rc):"
 		printf '%s\n' "$out" >&2
