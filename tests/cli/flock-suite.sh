@@ -43,10 +43,28 @@ scratch=$(mktemp -d "${TMPDIR:-/tmp}/flock-suite.XXXXXX") ||
 trap 'rm -rf "$scratch"' EXIT
 cp -R "$src/tests" "$scratch/tests" || exit 99
 
-# The wrapper: pidlock, less its busy-lock line on standard error.
+# The suite takes flock's first child for the sign that the lock is
+# held: pidlock must be the process it started, with no child before
+# the lock.  In a build tree tools/pidlock is libtool's script, whose
+# sed(1) runs are children: the program itself runs instead.
+run_env=
+if [ -x "$(dirname "$pidlock")/.libs/pidlock" ] &&
+   grep -q 'libtool' "$pidlock" 2>/dev/null; then
+	run_env="LD_LIBRARY_PATH=$top/lib/.libs"
+	pidlock=$(dirname "$pidlock")/.libs/pidlock
+fi
+
+# The wrapper: pidlock, less its busy-lock line on standard error.  The
+# filter must not be the wrapper's child either (a process substitution
+# is): it reads a FIFO in a process of its own, gone from the wrapper's
+# children before pidlock runs.
 cat >"$scratch/flock" <<EOF
 #!/bin/bash
-exec "$pidlock" "\$@" 2> >(grep -v ': lock is busy, held by ' >&2)
+fifo=\$(mktemp -u "$scratch/stderr.XXXXXX") && mkfifo "\$fifo" || exit 99
+( grep -v ': lock is busy, held by ' <"\$fifo" >&2 & )
+exec 2>"\$fifo"
+rm -f "\$fifo"
+exec env $run_env "$pidlock" "\$@"
 EOF
 chmod +x "$scratch/flock"
 lslocks=$(command -v lslocks || echo "$scratch/no-lslocks")
