@@ -6,7 +6,7 @@ between processes.
 
     python3 bench/python-bench.py [--dir DIR] [--rounds N] [--cycles N]
                                   [--handoffs N] [--contended N]
-                                  [--parts cycle,handoff,contended]
+                                  [--parts cycle,handoff,contended,threaded]
                                   [--csv FILE]
 
 Each lock takes and lets go of a free lock --cycles times per round, in
@@ -26,12 +26,21 @@ acquire+release.  A waiter that a release wakes tries again, and a try
 makes, writes and syncs a file: the herd costs CPU, and on a disk
 (--dir) its syncs cost time too.
 
+Threaded: py-filelock's two threaded tests, timed for
+filelock.FileLock and pidlock.FileLock alike: one lock object used by
+100 threads, 100 cycles each; and 20 threads, each with its own object
+on one path, 1000 cycles each (the seconds of each, and the ratio).
+Whichever filelock `import filelock' finds is timed (PYTHONPATH may
+name a newer release than Debian's): before 3.10 the threads of one
+object share its hold and never wait for one another, which the
+heading then says.
+
 Runs in /dev/shm by default, like bench/bench; `make bench' runs it with
 the build tree's library (PIDLOCK_LIBRARY, PYTHONPATH), there and in a
 disk directory.  Every heading names the directory and its filesystem.
---parts runs some of the three parts only; --csv writes the figures
+--parts runs some of the parts only; --csv writes the figures
 there: part,subject,per_second,us (us: the cycle's time, the hand-off's,
-or the CPU per contended cycle).
+the CPU per contended cycle, or a threaded test's whole time).
 """
 
 from __future__ import annotations
@@ -150,6 +159,56 @@ def contended(directory: str, threads: bool, cycles: int) -> tuple:
             (cpu_seconds() - cpu) / n * 1e6)
 
 
+def threaded_seconds(make, path: str, shared: bool) -> float:
+    """Seconds of one of py-filelock's threaded tests with locks from
+    make: one object for 100 threads x 100 cycles (shared), or 20
+    threads x 1000 cycles with an object each."""
+    threads, cycles = (100, 100) if shared else (20, 1000)
+    one = make(path) if shared else None
+
+    def run() -> None:
+        lock = one if shared else make(path)
+        for _ in range(cycles):
+            with lock:
+                pass
+
+    players = [threading.Thread(target=run) for _ in range(threads)]
+    start = time.perf_counter()
+    for p in players:
+        p.start()
+    for p in players:
+        p.join()
+    return time.perf_counter() - start
+
+
+def filelock_version() -> tuple:
+    try:
+        return tuple(int(x) for x in filelock.__version__.split(".")[:2])
+    except (AttributeError, ValueError):
+        return (0, 0)
+
+
+def threaded(directory: str, where: str, rows: list) -> None:
+    impls = (("filelock.FileLock", filelock.FileLock),
+             ("pidlock.FileLock", pidlock.FileLock))
+    print(f"python bench: py-filelock's threaded tests in {where}, "
+          f"seconds (filelock {getattr(filelock, '__version__', '?')})")
+    if filelock_version() < (3, 10):
+        print("  (this filelock's threads share one object's hold: its "
+              "shared-object figure has no waiting in it)")
+    for shared, test in ((True, "shared object 100x100"),
+                         (False, "own objects 20x1000")):
+        secs = {name: threaded_seconds(make,
+                                       os.path.join(directory, f"t-{i}.lock"),
+                                       shared)
+                for i, (name, make) in enumerate(impls)}
+        ratio = secs["pidlock.FileLock"] / secs["filelock.FileLock"]
+        print(f"  {test:22} filelock {secs['filelock.FileLock']:7.3f} s  "
+              f"pidlock {secs['pidlock.FileLock']:7.3f} s  ratio {ratio:5.2f}")
+        for name, v in secs.items():
+            rows.append(("threaded", f"{test} {name}", "", f"{v * 1e6:.0f}"))
+
+
 def fstype(directory: str) -> str:
     """The type of the filesystem DIRECTORY is on, from the mount whose
     device number it has (/proc/self/mountinfo); "?" when not found."""
@@ -174,11 +233,11 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=2000)
     ap.add_argument("--handoffs", type=int, default=300)
     ap.add_argument("--contended", type=int, default=300)
-    ap.add_argument("--parts", default="cycle,handoff,contended")
+    ap.add_argument("--parts", default="cycle,handoff,contended,threaded")
     ap.add_argument("--csv", metavar="FILE")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
-    if not parts <= {"cycle", "handoff", "contended"}:
+    if not parts <= {"cycle", "handoff", "contended", "threaded"}:
         ap.error(f"--parts: not a part: {', '.join(sorted(parts))}")
     directory = args.dir or tempfile.gettempdir()
     where = f"{directory} ({fstype(directory)})"
@@ -223,6 +282,8 @@ def main() -> None:
                 print(f"  {name:22} {rate:10.0f}/s  CPU {cpu:6.0f} us "
                       f"per cycle")
                 rows.append(("contended", kind, f"{rate:.0f}", f"{cpu:.1f}"))
+        if "threaded" in parts:
+            threaded(d, where, rows)
     if args.csv:
         with open(args.csv, "w", newline="", encoding="utf-8") as f:
             out = csv.writer(f, lineterminator="\n")
