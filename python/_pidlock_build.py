@@ -33,7 +33,10 @@ import tarfile
 import time
 import zipfile
 
-NAME = "pidlock"
+# The distribution is named for the project: "pidlock" on PyPI may be
+# somebody else's, which a `pip install -U` would then fetch in its place.
+# The module is imported as pidlock all the same.
+NAME = "libpidlock"
 SUMMARY = ("File locks that never go stale, naming their holder: "
            "the Python binding of libpidlock (ctypes)")
 HERE = os.path.dirname(os.path.abspath(__file__))

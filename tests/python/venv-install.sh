@@ -84,7 +84,7 @@ lock = pidlock.Lock(sys.argv[1], timeout=0, tag="venv")
 with lock:
     held = pidlock.inspect(sys.argv[1]).pid == os.getpid()
 print(pidlock.__file__, l.lib._name, repr(p.LIBDIR),
-      importlib.metadata.version("pidlock"), held, lock.locked)
+      importlib.metadata.version("libpidlock"), held, lock.locked)
 '
 check() {	# step-name expected-output [env...]: run the probe
 	name=$1 want=$2
@@ -111,15 +111,15 @@ import sys; sys.path.insert(0, ".")
 import _pidlock_build as b
 print(b.build_sdist(sys.argv[1]))' "$t/sdist") > sdist.out 2>&1 ||
 	{ cat sdist.out >&2; fail "the backend's build_sdist"; }
-[ "$(cat sdist.out)" = "pidlock-$version.tar.gz" ] || fail "sdist: $(cat sdist.out)"
-pip_install --force-reinstall "$t/sdist/pidlock-$version.tar.gz"
+[ "$(cat sdist.out)" = "libpidlock-$version.tar.gz" ] || fail "sdist: $(cat sdist.out)"
+pip_install --force-reinstall "$t/sdist/libpidlock-$version.tar.gz"
 check "sdist" "$site/pidlock/__init__.py $lib '' $version True False" \
 	PIDLOCK_LIBRARY="$lib"
-echo "ok 3 - the sdist pidlock-$version.tar.gz installs the same"
+echo "ok 3 - the sdist libpidlock-$version.tar.gz installs the same"
 
 "$t/v/bin/pip" uninstall -y pidlock > pip.out 2>&1 || { cat pip.out >&2; fail "pip uninstall"; }
 pip_install -e "$srcdir/python"
-out=$(PIDLOCK_LIBRARY=$lib run_py 'import pidlock, importlib.metadata as m; print(pidlock.__file__, m.version("pidlock"))' 2>&1) ||
+out=$(PIDLOCK_LIBRARY=$lib run_py 'import pidlock, importlib.metadata as m; print(pidlock.__file__, m.version("libpidlock"))' 2>&1) ||
 	fail "pip install -e: import pidlock: $out"
 [ "$out" = "$srcdir/python/pidlock/__init__.py $version" ] || fail "pip install -e: $out"
 echo "ok 4 - pip install -e $srcdir/python: the source tree's module"
