@@ -14,10 +14,13 @@ import collections
 import contextlib
 import ctypes
 import errno
+import math
 import os
+import select
+import threading
 import time
 from types import TracebackType
-from typing import Callable, Deque, Iterator, NoReturn, Optional, Tuple, Type
+from typing import Any, Callable, Deque, Iterator, NoReturn, Optional, Tuple, Type
 
 from . import _lib, _log
 from ._errors import Busy, raise_for
@@ -304,3 +307,68 @@ async def _readable_or_later(loop: asyncio.AbstractEventLoop, fd: int,
         timer.cancel()
         if fd >= 0:
             loop.remove_reader(fd)
+
+
+async def drain(job: "asyncio.Future[Any]") -> Optional[BaseException]:
+    """Wait for job to end, through any cancellation of this task (a
+    thread cannot be stopped half way); returns the cancellation, if one
+    came, for the caller to raise once it has dealt with the result."""
+    cancelled: Optional[BaseException] = None
+    while not job.done():
+        try:
+            await asyncio.wait({job})
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+    if not job.cancelled():
+        job.exception()   # seen: no "never retrieved" report
+    return cancelled
+
+
+class Stopped(Exception):
+    """The executor's wait ended by Stop.set(): the loop raises the
+    cancellation (or Timeout) that set it."""
+
+
+class Stop:
+    """Ends an executor thread's wait from the loop: set() wakes the
+    thread's poll(2) through a pipe, made only when the thread waits."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._set = False
+        self._pipe: Optional[tuple] = None
+        # Set by the thread when its first try found the lock held.
+        self.waiting = False
+
+    def set(self) -> None:
+        with self._guard:
+            self._set = True
+            if self._pipe is not None:
+                os.write(self._pipe[1], b"x")
+
+    def is_set(self) -> bool:
+        with self._guard:
+            return self._set
+
+    def wait(self, fd: int, delay: float) -> bool:
+        """Until fd (-1: none) is readable, delay seconds pass or set();
+        True if set()."""
+        with self._guard:
+            if self._set:
+                return True
+            if self._pipe is None:
+                self._pipe = os.pipe()   # O_CLOEXEC (PEP 446)
+            poller = select.poll()
+            poller.register(self._pipe[0], select.POLLIN)
+        if fd >= 0:
+            poller.register(fd, select.POLLIN)
+        poller.poll(max(0, math.ceil(delay * 1000)))
+        with self._guard:
+            return self._set
+
+    def close(self) -> None:
+        with self._guard:
+            pipe, self._pipe = self._pipe, None
+        if pipe is not None:
+            os.close(pipe[0])
+            os.close(pipe[1])

@@ -13,16 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import math
 import os
-import select
-import threading
 import time
 from types import TracebackType
 from typing import Any, Callable, NoReturn, Optional, Type
 
 from . import _filelock as _fl, _lib, _log
-from ._async import acquire_steps, take_async
+from ._async import Stop, Stopped, acquire_steps, drain, take_async
 from ._errors import Busy, Timeout
 from ._filelock import FileLock, _Context, _let_go_uncounted, _raise_both
 from ._lock import Lock, timeout_ms
@@ -95,6 +92,7 @@ class BaseAsyncFileLock(FileLock):
     @property
     def lock_counter(self) -> int:
         """The nesting count, with a first acquire under way as 1."""
+        _fl._catch_up_after_fork()
         counter = self._context.counter
         return counter + 1 if self._claiming and counter == 0 else counter
 
@@ -120,13 +118,24 @@ class BaseAsyncFileLock(FileLock):
                       cancel_check: Optional[Callable[[], bool]] = None,
                       **_: Any) -> AsyncAcquireReturnProxy:
         """Take the lock (or count one more level) without blocking the
-        loop.  timeout, blocking and cancel_check as for FileLock."""
+        loop.  timeout, blocking, poll_interval and cancel_check as for
+        FileLock; a call queued behind another task's take or letting go
+        of this object keeps to its own timeout and cancel_check.
+
+        A failure of the executor's attempt (on_acquired's error) that a
+        cancellation of this task raced is not lost: with
+        context_error_policy "chain" it is raised with the
+        CancelledError as its __context__, with "group" the two are
+        raised together in a BaseExceptionGroup."""
         if timeout is None:
             timeout = self.timeout
         if blocking is None:
             blocking = self.blocking
         if not blocking:
             timeout = 0
+        if poll_interval is None:
+            poll_interval = self.poll_interval
+        step = max(0.001, poll_interval)
         ms = timeout_ms(None if timeout < 0 else timeout)
         deadline = None if ms < 0 else time.monotonic() + ms / 1000
         proxy = AsyncAcquireReturnProxy(self)
@@ -135,19 +144,7 @@ class BaseAsyncFileLock(FileLock):
         # parent's loop.
         self._refuse_inherited()
         while self._taking is not None:
-            # Another task of this object is taking it or letting it go
-            # (in an executor): wait for that.
-            if deadline is not None and time.monotonic() >= deadline:
-                raise Timeout(self._lock_file)
-            waiter = self._taking
-            try:
-                await asyncio.wait_for(asyncio.shield(waiter),
-                                       None if deadline is None
-                                       else max(0.0, deadline - time.monotonic()))
-            except asyncio.TimeoutError:
-                raise Timeout(self._lock_file) from None
-            except Exception:  # noqa: BLE001 - that task's failure is not ours
-                pass
+            await self._wait_turn(self._taking, deadline, cancel_check, step)
         if self.is_locked:
             ctx.counter += 1
             return proxy
@@ -157,9 +154,10 @@ class BaseAsyncFileLock(FileLock):
         try:
             _log.debug_filelock(_log.ATTEMPT_ACQUIRE, self, self._lock_file)
             if self._run_in_executor:
-                await self._take_in_executor(ctx, ms, deadline, cancel_check)
+                await self._take_in_executor(ctx, ms, deadline, cancel_check,
+                                             step)
             else:
-                await self._take_async(ctx, ms, deadline, cancel_check)
+                await self._take_async(ctx, ms, deadline, cancel_check, step)
             ctx.counter += 1
             _fl._HELD.paths[key] = id(self)
             ctx.held = (_fl._HELD.paths, key)
@@ -177,6 +175,26 @@ class BaseAsyncFileLock(FileLock):
                 taking.set_result(None)
         return proxy
 
+    async def _wait_turn(self, waiter: "asyncio.Future[None]",
+                         deadline: Optional[float],
+                         cancel_check: Optional[Callable[[], bool]],
+                         step: float) -> None:
+        """Wait for another task's take or letting go of this object
+        (waiter) to end.  This call's own deadline and cancel_check hold
+        meanwhile, as they do in a wait for the file: Timeout when either
+        says so.  waiter is never cancelled from here."""
+        while not waiter.done():
+            limit = None if deadline is None else deadline - time.monotonic()
+            if limit is not None and limit <= 0:
+                raise Timeout(self._lock_file)
+            if cancel_check is not None:
+                limit = step if limit is None else min(limit, step)
+            await asyncio.wait({waiter}, timeout=limit)
+            if (not waiter.done() and cancel_check is not None
+                    and cancel_check()):
+                _log.debug_filelock(_log.CANCELLED, self, self._lock_file)
+                raise Timeout(self._lock_file)
+
     def _handle_of(self, ctx: _Context) -> Lock:
         """ctx's pidlock.Lock, made at the first acquire."""
         if ctx.lock is None:
@@ -191,16 +209,20 @@ class BaseAsyncFileLock(FileLock):
 
     async def _take_in_executor(self, ctx: _Context, ms: int,
                                 deadline: Optional[float],
-                                cancel_check: Optional[Callable[[], bool]]) -> None:
+                                cancel_check: Optional[Callable[[], bool]],
+                                step: float) -> None:
         """The take in the executor (_take_blocking()); the loop only
-        asks cancel_check, every poll_interval, as filelock does.  On a
+        asks cancel_check, every step seconds, as filelock does.  On a
         cancellation (or cancel_check's True) the thread's wait is ended
-        and the thread waited for: what it took, acquire() lets go of."""
+        and the thread waited for: what it took, acquire() lets go of,
+        and what failed in it (on_acquired) goes on with the
+        cancellation (_raise_raced())."""
         lock = self._handle_of(ctx)
-        stop = _Stop()
+        stop = Stop()
         job = asyncio.get_running_loop().run_in_executor(
             self._executor, self._take_blocking, lock, ms, deadline, stop)
-        step = None if cancel_check is None else max(0.001, self.poll_interval)
+        if cancel_check is None:
+            step = None
         try:
             while not job.done():
                 await asyncio.wait({job}, timeout=step)
@@ -209,14 +231,21 @@ class BaseAsyncFileLock(FileLock):
                         and stop.waiting and cancel_check()):
                     _log.debug_filelock(_log.CANCELLED, self, self._lock_file)
                     raise Timeout(self._lock_file)
+        except asyncio.CancelledError as cancelled:
+            stop.set()
+            await drain(job)
+            failure = _attempt_failure(job)
+            if failure is not None:
+                _raise_raced(self._context_error_policy, cancelled, failure)
+            raise
         except BaseException:
             stop.set()
-            await _drain(job)
+            await drain(job)
             raise
         job.result()
 
     def _take_blocking(self, lock: Lock, ms: int, deadline: Optional[float],
-                       stop: "_Stop") -> None:
+                       stop: "Stop") -> None:
         """In the executor's thread: take lock's handle (the first try is
         made even when stop is already set, as filelock's attempt is),
         give the file its mode, call on_acquired.  A failure after the
@@ -240,7 +269,7 @@ class BaseAsyncFileLock(FileLock):
             raise
 
     def _wait_blocking(self, lock: Lock, ms: int, deadline: Optional[float],
-                       stop: "_Stop") -> None:
+                       stop: "Stop") -> None:
         """acquire_steps() in this thread: woken by the release (the
         library's descriptor) or by stop."""
         def expired(holder: Optional[LockInfo], err: int) -> NoReturn:
@@ -254,17 +283,19 @@ class BaseAsyncFileLock(FileLock):
                 _log.debug_filelock(_log.WAITING, self, self._lock_file)
                 stop.waiting = True
             if stop.wait(fd, delay):
-                raise _Stopped(self._lock_file)
+                raise Stopped(self._lock_file)
 
     async def _take_async(self, ctx: _Context, ms: int,
                           deadline: Optional[float],
-                          cancel_check: Optional[Callable[[], bool]]) -> None:
+                          cancel_check: Optional[Callable[[], bool]],
+                          step: float) -> None:
         lock = self._handle_of(ctx)
         try:
             if cancel_check is None:
                 await self._wait(lock, ms, deadline)
             else:
-                await self._wait_checking(lock, ms, deadline, cancel_check)
+                await self._wait_checking(lock, ms, deadline, cancel_check,
+                                          step)
         except FileNotFoundError:
             if not self._make_parents():
                 raise
@@ -291,8 +322,8 @@ class BaseAsyncFileLock(FileLock):
 
     async def _wait_checking(self, lock: Lock, ms: int,
                              deadline: Optional[float],
-                             cancel_check: Callable[[], bool]) -> None:
-        step = max(0.001, self.poll_interval)
+                             cancel_check: Callable[[], bool],
+                             step: float) -> None:
         until = time.monotonic()    # the first slice: one try
         ms = 0
         while True:
@@ -328,7 +359,7 @@ class BaseAsyncFileLock(FileLock):
         try:
             job = asyncio.get_running_loop().run_in_executor(
                 self._executor, FileLock.release, self, force)
-            cancelled = await _drain(job)
+            cancelled = await drain(job)
             job.result()
             if cancelled is not None:
                 raise cancelled
@@ -389,65 +420,116 @@ def _abandon(ctx: _Context) -> None:
     lock._owner = None
 
 
-async def _drain(job: "asyncio.Future[Any]") -> Optional[BaseException]:
-    """Wait for job to end, through any cancellation of this task (a
-    thread cannot be stopped half way); returns the cancellation, if one
-    came, for the caller to raise once it has dealt with the result."""
-    cancelled: Optional[BaseException] = None
-    while not job.done():
-        try:
-            await asyncio.wait({job})
-        except asyncio.CancelledError as exc:
-            cancelled = exc
-    if not job.cancelled():
-        job.exception()   # seen: no "never retrieved" report
-    return cancelled
+def _attempt_failure(job: "asyncio.Future[None]") -> Optional[BaseException]:
+    """What the executor's attempt raised that the caller must still
+    hear of after its cancellation: not the end of the wait that the
+    cancellation itself brought (Stopped) or a Timeout that it raced."""
+    if job.cancelled():
+        return None
+    error = job.exception()
+    if error is None or isinstance(error, (Stopped, Timeout)):
+        return None
+    return error
 
 
-class _Stopped(Exception):
-    """The executor's wait ended by _Stop.set(): the loop raises the
-    cancellation (or Timeout) that set it."""
+def _raise_raced(policy: str, cancelled: BaseException,
+                 error: BaseException) -> NoReturn:
+    """Raise error (from the executor's attempt) and the cancellation
+    that raced it, both, as context_error_policy says.  "chain": error,
+    whose __context__ becomes the cancellation, which takes over the
+    context error had (the cancellation's own is kept at its end), so
+    no link is lost.  "group": a BaseExceptionGroup of the two."""
+    if policy == "group":
+        _detach_repeats((cancelled, error))
+        raise BaseExceptionGroup("the acquire was cancelled and its "
+                                 "attempt failed", [cancelled, error]) from None
+    earlier = error.__context__
+    if earlier is not None and earlier is not cancelled:
+        if cancelled.__context__ is not None:
+            _append_context(earlier, cancelled.__context__)
+        cancelled.__context__ = earlier
+    error.__context__ = cancelled
+    raise error
 
 
-class _Stop:
-    """Ends an executor thread's wait from the loop: set() wakes the
-    thread's poll(2) through a pipe, made only when the thread waits."""
+def _append_context(chain: BaseException, tail: BaseException) -> None:
+    """tail at the end of chain's __cause__/__context__ links, unless
+    it is in them already (or they are in it: no cycle)."""
+    if _links_to(tail, chain):
+        return
+    last = chain
+    seen = {id(last)}
+    while True:
+        after = last.__cause__ if last.__cause__ is not None else last.__context__
+        if after is None or id(after) in seen:
+            break
+        if after is tail:
+            return
+        seen.add(id(after))
+        last = after
+    last.__context__ = tail
 
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._set = False
-        self._pipe: Optional[tuple] = None
-        # Set by the thread when its first try found the lock held.
-        self.waiting = False
 
-    def set(self) -> None:
-        with self._guard:
-            self._set = True
-            if self._pipe is not None:
-                os.write(self._pipe[1], b"x")
+def _links_to(start: BaseException, target: BaseException) -> bool:
+    """Whether target is start or reached from it by __cause__,
+    __context__ or a group's members."""
+    todo, seen = [start], set()
+    while todo:
+        exc = todo.pop()
+        if exc is target:
+            return True
+        if id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        todo += [e for e in (exc.__cause__, exc.__context__) if e is not None]
+        if isinstance(exc, BaseExceptionGroup):
+            todo += exc.exceptions
+    return False
 
-    def wait(self, fd: int, delay: float) -> bool:
-        """Until fd (-1: none) is readable, delay seconds pass or set();
-        True if set()."""
-        with self._guard:
-            if self._set:
-                return True
-            if self._pipe is None:
-                self._pipe = os.pipe()   # O_CLOEXEC (PEP 446)
-            poller = select.poll()
-            poller.register(self._pipe[0], select.POLLIN)
-        if fd >= 0:
-            poller.register(fd, select.POLLIN)
-        poller.poll(max(0, math.ceil(delay * 1000)))
-        with self._guard:
-            return self._set
 
-    def close(self) -> None:
-        with self._guard:
-            pipe, self._pipe = self._pipe, None
-        if pipe is not None:
-            os.close(pipe[0])
-            os.close(pipe[1])
+def _detach_repeats(members: "tuple[BaseException, ...]") -> None:
+    """Before members are grouped: a __context__ that only repeats what
+    the group shows is cut, so that a traceback prints each error once.
+    That is one of the members (or inside one of them), the exception
+    itself, or a copy of it (a group of the same type, message and
+    members, as except* makes when it re-raises)."""
+    shown = set()
+    todo = list(members)
+    while todo:
+        exc = todo.pop()
+        shown.add(id(exc))
+        if isinstance(exc, BaseExceptionGroup):
+            todo += exc.exceptions
+    todo, seen = list(members), set()
+    while todo:
+        exc = todo.pop()
+        if id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        context = exc.__context__
+        if context is not None and (context is exc or id(context) in shown
+                                    or _same_group(exc, context)):
+            exc.__context__ = None
+        elif context is not None:
+            todo.append(context)
+        if exc.__cause__ is not None:
+            todo.append(exc.__cause__)
+        if isinstance(exc, BaseExceptionGroup):
+            todo += exc.exceptions
+
+
+def _same_group(one: BaseException, other: BaseException) -> bool:
+    """Whether one and other are groups of the same type and message
+    whose members are the same exceptions (or such groups again)."""
+    if one is other:
+        return True
+    if type(one) is not type(other) or not isinstance(one, BaseExceptionGroup):
+        return False
+    assert isinstance(other, BaseExceptionGroup)
+    return (one.message == other.message
+            and len(one.exceptions) == len(other.exceptions)
+            and all(_same_group(a, b)
+                    for a, b in zip(one.exceptions, other.exceptions)))
 
 
 class AsyncFileLock(BaseAsyncFileLock):

@@ -173,6 +173,7 @@ class FileLock(contextlib.ContextDecorator):
                 **kwargs: Any) -> "FileLock":
         # Checked before the object exists: no half-made lock to finalize.
         _check_options(context_error_policy, close_error_policy)
+        _catch_up_after_fork()   # a singleton of the parent is not ours
         if lifetime is not None:
             _check_lifetime(lifetime, cls, 2)
         if not is_singleton:
@@ -343,6 +344,7 @@ class FileLock(contextlib.ContextDecorator):
     @property
     def lock_counter(self) -> int:
         """How many acquires the next releases must match."""
+        _catch_up_after_fork()   # a count of the parent's is not ours
         return self._context.counter
 
     @property
@@ -898,8 +900,11 @@ _pid = os.getpid()
 
 def _reset_in_child() -> None:
     """After os.fork(), in the child: every FileLock is unheld there, its
-    singletons and the deadlock table start empty."""
+    singletons and the deadlock table start empty.  Once per child:
+    _catch_up_after_fork() may have run it already."""
     global _HELD, _pid
+    if _pid == os.getpid():
+        return
     _pid = os.getpid()
     _HELD = _Held()
     for lock in list(_LIVE):
@@ -914,6 +919,15 @@ def _reset_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_reset_in_child)
+
+
+def _catch_up_after_fork() -> None:
+    """The child's reset, if it is still to come: at-fork callbacks
+    registered before pidlock was imported run before ours, and one of
+    them may ask for a singleton or read a count (the parent's, else).
+    Called where a getpid(2) costs little next to the call's own work."""
+    if os.getpid() != _pid:
+        _reset_in_child()
 
 
 #: filelock's names for the base and the platform's lock class.

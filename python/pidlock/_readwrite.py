@@ -10,14 +10,16 @@ import contextlib
 import functools
 import os
 import threading
+import time
 import weakref
 from concurrent import futures
-from typing import Any, AsyncIterator, Iterator, Optional
+from typing import Any, AsyncIterator, Iterator, NoReturn, Optional
 
 from . import _lib
+from ._async import Stop, Stopped, acquire_steps, drain
 from ._errors import Busy, Timeout
-from ._lock import Lock
-from ._types import PathArg
+from ._lock import Lock, timeout_ms
+from ._types import LockInfo, PathArg
 
 
 class ReadWriteReturnProxy:
@@ -152,8 +154,10 @@ class ReadWriteLock:
         self._lock_level += 1
         return ReadWriteReturnProxy(self)
 
-    def _acquire(self, mode: str, timeout: float,
-                 blocking: bool) -> ReadWriteReturnProxy:
+    def _acquire(self, mode: str, timeout: float, blocking: bool,
+                 stop: Optional[Stop] = None) -> ReadWriteReturnProxy:
+        """The take of either mode; with stop (AsyncReadWriteLock's
+        executor call), a wait that stop.set() ends raises Stopped."""
         self._usable()
         with self._guard:
             if self._lock_level > 0:
@@ -161,7 +165,10 @@ class ReadWriteLock:
             lock = Lock(self._path, shared=(mode == "read"))
             wait = 0 if not blocking else (None if timeout < 0 else timeout)
             try:
-                lock.acquire(wait)
+                if stop is None:
+                    lock.acquire(wait)
+                else:
+                    _take_stoppable(lock, wait, stop)
             except Busy as busy:
                 lock.close()
                 raise Timeout(self.lock_file, busy.holder, busy.errno) from None
@@ -211,6 +218,27 @@ class ReadWriteLock:
         if held is not None:
             held._guard = threading.RLock()
             held.close()      # the child's descriptor only (see Lock)
+
+
+def _take_stoppable(lock: Lock, wait: Optional[float], stop: Stop) -> None:
+    """lock.acquire(wait) in an executor's thread, woken by the release
+    or by stop.set() (Stopped).  A call that starts after stop was set
+    tries nothing: its caller is gone, and nothing is left to let go."""
+    if stop.is_set():
+        raise Stopped(lock.path)
+    ms = timeout_ms(wait)
+    deadline = None if ms < 0 else time.monotonic() + ms / 1000
+
+    def expired(holder: Optional[LockInfo], err: int) -> NoReturn:
+        raise Busy(lock.path, holder, err)
+
+    try:
+        for fd, delay in acquire_steps(lock, ms, deadline, expired):
+            if stop.wait(fd, delay):
+                raise Stopped(lock.path)
+    finally:
+        stop.close()
+    lock._owner = os.getpid()
 
 
 _LIVE: "weakref.WeakSet[ReadWriteLock]" = weakref.WeakSet()
@@ -291,31 +319,55 @@ class AsyncReadWriteLock:
         return await loop.run_in_executor(
             self._executor, functools.partial(func, *args, **kwargs))
 
-    async def _acquire(self, take, timeout: float,  # type: ignore[no-untyped-def]
+    async def _acquire(self, mode: str, timeout: float,
                        blocking: bool) -> AsyncReadWriteReturnProxy:
+        """The take in the executor.  A cancellation ends the thread's
+        wait and waits for the call to end (through more
+        cancellations): what it took is let go, in the executor, before
+        the CancelledError goes on.  A call that the executor cancelled
+        before it ran (shutdown(cancel_futures=True)) raises that
+        cancellation, with the caller's, if one came first, as its
+        __context__."""
         self._lock._usable()
         loop = self._loop or asyncio.get_running_loop()
-        fut = loop.run_in_executor(self._executor,
-                                   functools.partial(take, timeout, blocking=blocking))
+        stop = Stop()
+        job = loop.run_in_executor(self._executor, functools.partial(
+            self._lock._acquire, mode, timeout, blocking, stop))
         try:
-            await asyncio.shield(fut)
+            await asyncio.wait({job})
         except asyncio.CancelledError:
-            # The executor's call goes on: what it takes is let go.
-            fut.add_done_callback(self._release_if_taken)
+            stop.set()
+            await drain(job)
+            if job.cancelled():
+                job.result()   # the executor's (__context__: the caller's)
+            error = job.exception()
+            if error is None:
+                await self._let_go_taken(loop)
+            elif not isinstance(error, (Stopped, Timeout)):
+                raise error    # a failure: the cancellation its __context__
             raise
+        job.result()
         return AsyncReadWriteReturnProxy(self)
 
-    def _release_if_taken(self, fut: "asyncio.Future[Any]") -> None:
-        if not fut.cancelled() and fut.exception() is None:
-            self._executor.submit(self._lock.release)
+    async def _let_go_taken(self, loop: asyncio.AbstractEventLoop) -> None:
+        """What a cancelled acquire's executor call took is let go there
+        (through a cancellation of this task too); here, if the executor
+        was shut down meanwhile and takes no more calls."""
+        try:
+            job = loop.run_in_executor(self._executor, self._lock.release)
+        except RuntimeError:
+            self._lock.release()
+            return
+        await drain(job)
+        job.result()
 
     async def acquire_read(self, timeout: float = -1, *,
                            blocking: bool = True) -> AsyncReadWriteReturnProxy:
-        return await self._acquire(self._lock.acquire_read, timeout, blocking)
+        return await self._acquire("read", timeout, blocking)
 
     async def acquire_write(self, timeout: float = -1, *,
                             blocking: bool = True) -> AsyncReadWriteReturnProxy:
-        return await self._acquire(self._lock.acquire_write, timeout, blocking)
+        return await self._acquire("write", timeout, blocking)
 
     @contextlib.asynccontextmanager
     async def read_lock(self, timeout: Optional[float] = None, *,

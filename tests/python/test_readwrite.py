@@ -198,8 +198,8 @@ def test_async_cancelled_acquire_leaves_nothing(lockpath):
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        # The executor's wait goes on, and takes the lock once it is free:
-        # that hold is let go, as nobody was told of it.
+        # The executor's wait was ended by the cancellation: nothing is
+        # taken once the holder lets go.
         holder.release()
         for _ in range(100):
             await asyncio.sleep(0.02)
