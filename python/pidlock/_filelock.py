@@ -919,3 +919,7 @@ os.register_at_fork(after_in_child=_reset_in_child)
 #: filelock's names for the base and the platform's lock class.
 BaseFileLock = FileLock
 UnixFileLock = FileLock
+# filelock's FileLock is its UnixFileLock on Linux, and its messages and
+# type(lock).__name__ say so: ours say the same (pickle finds the class
+# under either name).
+FileLock.__name__ = FileLock.__qualname__ = "UnixFileLock"
