@@ -537,3 +537,5 @@ class AsyncFileLock(BaseAsyncFileLock):
 
 
 AsyncUnixFileLock = AsyncFileLock
+# As filelock names its AsyncFileLock on Linux (see _filelock.py).
+AsyncFileLock.__name__ = AsyncFileLock.__qualname__ = "AsyncUnixFileLock"

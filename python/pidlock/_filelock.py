@@ -933,3 +933,7 @@ def _catch_up_after_fork() -> None:
 #: filelock's names for the base and the platform's lock class.
 BaseFileLock = FileLock
 UnixFileLock = FileLock
+# filelock's FileLock is its UnixFileLock on Linux, and its messages and
+# type(lock).__name__ say so: ours say the same (pickle finds the class
+# under either name).
+FileLock.__name__ = FileLock.__qualname__ = "UnixFileLock"

@@ -4,12 +4,17 @@
 # (issue 29): `make check-filelock FILELOCK_SRC=DIR', DIR an extracted
 # release of filelock (git archive 3.32.3 of github tox-dev/filelock).
 # Not run by make check: it needs those sources.  Skips (77) without
-# FILELOCK_SRC, pytest-asyncio or pytest-mock.
+# FILELOCK_SRC, pytest-asyncio, pytest-mock or pytest-timeout (filelock's
+# ini gives each test 20 s; a test waiting for a call that only
+# filelock's code makes would wait forever without it).
 #
 # The method: a scratch copy of DIR (the tests are never copied into
-# this tree); tests/python/filelock_shim.py, loaded as a pytest plugin,
-# makes filelock's public names pidlock's and leaves out the soft,
-# strict, lease, marker and Windows cases; files that test only
+# this tree); tests/python/filelock_map.py, loaded by a sitecustomize in
+# every Python process of the run, makes filelock's public names
+# pidlock's and counts the pidlock locks each test builds;
+# tests/python/filelock_shim.py, a pytest plugin, deselects the soft,
+# strict, lease, marker and Windows cases, skips (with the reason) the
+# few tests that cannot be run to an end, and reports; files that test only
 # filelock's internals or other lock kinds are not run (LEAVE_OUT); a
 # user other than root (nobody) runs it, as root passes permission
 # checks; pytest's ini keys that Debian 12's pytest 7.2 and
@@ -20,7 +25,8 @@
 # fails with CPython 3.11's "SystemError: AST constructor recursion depth
 # mismatch" and ends the whole run with an INTERNALERROR.
 # Extra arguments go to pytest.  FILELOCK_SHIM_RESULTS=FILE writes one
-# "outcome nodeid" line per test.
+# line per test: outcome, node id, the builds counted, and the failure's
+# last line or the reason it was left out.
 set -eu
 srcdir=${srcdir:-.}
 python=${PYTHON:-python3}
@@ -32,7 +38,7 @@ if [ -z "$src" ]; then
 fi
 [ -d "$src/tests" ] && [ -d "$src/src/filelock" ] || {
 	echo "filelock-suite.sh: $src has no tests/ and src/filelock/" >&2; exit 99; }
-for mod in pytest pytest_asyncio pytest_mock; do
+for mod in pytest pytest_asyncio pytest_mock pytest_timeout; do
 	"$python" -c "import $mod" 2>/dev/null || {
 		echo "filelock-suite.sh: SKIP: $python has no $mod"; exit 77; }
 done
@@ -57,19 +63,15 @@ for f in $LEAVE_OUT; do rm -rf "$scratch/fl/tests/$f"; done
 for ini in "$scratch/fl/pyproject.toml" "$scratch/fl/tox.ini" "$scratch/fl/setup.cfg"; do
 	[ -f "$ini" ] && sed -i '/verbosity_assertions/d;/asyncio_default_fixture_loop_scope/d' "$ini"
 done
-cp "$srcdir/tests/python/filelock_shim.py" "$scratch/"
-# The Python processes that the tests start (multiprocessing's "spawn"
-# children, scripts run with sys.executable) import filelock afresh,
-# without pytest's plugin: this sitecustomize (on PYTHONPATH) gives them
-# the shim's names too, so that they lock with pidlock as the test does.
-cat >"$scratch/sitecustomize.py" <<'PY'
-import sys
-if not any("pytest" in a for a in getattr(sys, "orig_argv", sys.argv)):
-    try:
-        import filelock_shim  # noqa: F401  (maps filelock's names)
-    except ImportError:
-        pass
-PY
+for f in filelock_shim.py filelock_map.py; do
+	cp "$srcdir/tests/python/$f" "$scratch/"
+done
+# Every Python process of the run (pytest's, multiprocessing's spawned
+# children, the scripts a test runs with sys.executable) maps filelock's
+# names at startup: see filelock_sitecustomize.py.
+cp "$srcdir/tests/python/filelock_sitecustomize.py" "$scratch/sitecustomize.py"
+# Where each process notes the first pidlock lock it builds for a test.
+: >"$scratch/builds"
 mkdir "$scratch/home" "$scratch/tmp"
 results=${FILELOCK_SHIM_RESULTS:-}
 [ -z "$results" ] || touch "$results"
@@ -88,6 +90,8 @@ case " $* " in
 esac
 run env HOME="$scratch/home" TMPDIR="$scratch/tmp" \
 	PIDLOCK_LIBRARY="$lib" FILELOCK_SHIM_RESULTS="$results" \
+	FILELOCK_SHIM_BUILDS="$scratch/builds" \
+	FILELOCK_SHIM_FILES_LEFT_OUT="$(echo $LEAVE_OUT)" \
 	PYTHONPATH="$scratch:$(cd "$top/$srcdir" 2>/dev/null && pwd || echo "$top")/python:$scratch/fl/src" \
 	"$python" -B -m pytest -q -p no:cacheprovider -p filelock_shim \
 	-o addopts= --tb=native "$@"
