@@ -203,6 +203,18 @@ int pidlock_refresh(struct pidlock *lock);
 /* Whether the path still names the file the handle holds.  See
  * pidlock_verify(3). */
 int pidlock_verify(struct pidlock *lock);
+/* Whether the lock is still this handle's where it counts, on a shared
+ * file system's server: 0 yes, -ENOLCK no (for good), -ETIMEDOUT no
+ * answer within timeout_ms (< 0: no limit).  Never waits longer, even
+ * on a server that does not answer.  Since 1.4.0.  See
+ * pidlock_check(3). */
+int pidlock_check(struct pidlock *lock, int timeout_ms);
+/** Longest lease pidlock_set_lease() takes: one day. */
+#define PIDLOCK_LEASE_MAX_MS 86400000U
+/* The holder's own lease: count the lock as lost once no call has
+ * reached the server for ms (0: never).  Since 1.4.0.  See
+ * pidlock_set_lease(3). */
+int pidlock_set_lease(struct pidlock *lock, unsigned int ms);
 /* The descriptor that holds the kernel locks.  See pidlock_fd(3). */
 int pidlock_fd(const struct pidlock *lock);
 /* The handle's path.  See pidlock_path(3). */

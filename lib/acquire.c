@@ -358,6 +358,9 @@ int acquire_end(struct pidlock *lock, struct watch *w, int r)
 		leftover_sweep(lock);
 		lock->cache.swept = true;
 	}
+	/* The holder's lease runs from the grant (check.c). */
+	if (r == 0)
+		check_learn(lock);
 	return r;
 }
 

@@ -61,6 +61,7 @@ struct pidlock {
 		unsigned int stale_sec;
 		unsigned int retry_ms;
 		unsigned int grace_ms;
+		unsigned int lease_ms;	/* pidlock_set_lease(), 0: none */
 		char tag[PIDLOCK_TAG_MAX + 1];
 	} set;
 	/* The lock held: set as one is taken, cleared by release and close
@@ -84,7 +85,22 @@ struct pidlock {
 		struct pidlock *self;	/* the handle, for pidlock_fd()'s
 					 * const one to note the above */
 		int wait_ifd;	/* the wait's inotify, closed after release */
+		bool lost;	/* pidlock_check() or a write found the lock
+				 * another's: so it stays until release */
+		int64_t reached_ms;	/* CLOCK_MONOTONIC ms at which the last
+					 * call began that the server answered
+					 * (the holder's lease, check.c) */
 	} hold;
+	/* pidlock_check()'s question on a shared file system, asked by a
+	 * helper so that a server that does not answer cannot hold the
+	 * caller (check.c); pid 0 when none is under way. */
+	struct {
+		pid_t pid;
+		int pidfd;
+		int rfd, wfd;	/* the answer's pipe */
+		int cfd;	/* the helper's copy of the lock descriptor */
+		int64_t asked_ms;	/* when it began */
+	} check;
 	/* pidlock_lock_fd() and pidlock_unlock_fd() on a caller's
 	 * description that cannot read, or that appends (a shell's 9> and
 	 * 9>>): the record is read, and if need be written, through a
@@ -368,6 +384,11 @@ int handle_check_dir(const char *dir);
 
 /* hold.c */
 void hold_clear(struct pidlock *lock);
+
+/* check.c */
+int check_still_ours(struct pidlock *lock, bool everywhere);
+void check_learn(struct pidlock *lock);
+void check_abandon(struct pidlock *lock);
 
 /* create.c */
 int create_publish(struct pidlock *lock);

@@ -26,6 +26,8 @@ PIDLOCK_EXPORT int pidlock_verify(struct pidlock *lock)
 {
 	if (!lock)
 		return -EINVAL;
+	if (lock->hold.fd >= 0 && lock->hold.lost)
+		return -ENOLCK;
 	return io_rc_filter(check_held(lock));
 }
 
@@ -37,7 +39,13 @@ static int refresh(struct pidlock *lock)
 
 	if (!lock)
 		return -EINVAL;
+	/* Lost: the path and the file are the next holder's (check.c). */
+	if (lock->hold.fd >= 0 && lock->hold.lost)
+		return -ENOLCK;
 	r = check_held(lock);
+	/* Never over another holder's record (check.c). */
+	if (r == 0)
+		r = check_still_ours(lock, true);
 	if (r == 0)
 		r = io_held_old(lock, &old);
 	/* Another shared holder may have made the file a kept one since. */
@@ -62,6 +70,7 @@ PIDLOCK_EXPORT int pidlock_refresh(struct pidlock *lock)
 
 static void forget(struct pidlock *lock)
 {
+	check_abandon(lock);
 	hold_clear(lock);
 	/* After the lock's own close: the next holder is on its way
 	 * before we pay for this one (see acquire.c). */
@@ -247,9 +256,13 @@ static int release(struct pidlock *lock)
 
 	if (!lock)
 		return -EINVAL;
-	r = check_held(lock);
-	if (r == -ENOLCK)
+	/* A lock another holder has now: its file and record are that
+	 * holder's, and only our descriptor is ours to close. */
+	r = lock->hold.fd >= 0 && lock->hold.lost ? -ENOLCK : check_held(lock);
+	if (r == -ENOLCK && lock->hold.fd < 0)
 		return r;
+	if (r == 0)
+		r = check_still_ours(lock, false);
 	/* A shared lock's record names one of its holders, not each: the
 	 * process that took it (or refreshed it last) is its owner. */
 	if (r == 0 && lock->set.shared)

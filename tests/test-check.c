@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pidlock_check(), the holder's lease, and the write guard (issue 38):
+ * a holder whose kernel locks were taken away learns it, and writes
+ * nothing over the next holder.  The loss is made as a file server
+ * makes it: the holder's locks are dropped under it, and another
+ * process, a real one, takes the same file in place.
+ *
+ *   check_held            a held lock: 0, again and again; a free
+ *                         handle: -ENOLCK; bad arguments: -EINVAL
+ *   another_holds         the locks dropped, another process holds
+ *                         them and has written nothing yet: check,
+ *                         verify, refresh and release say -ENOLCK, and
+ *                         the file stays as it was
+ *   flock1_holds          the same with flock(1) as the other holder
+ *                         (a flock only: the re-take tells)
+ *   record_another        nobody holds the locks, but the record names
+ *                         another process: -ENOLCK
+ *   path_replaced         another file renamed over the path: -ENOLCK
+ *   refresh_guard         the other holder wrote its record: refresh,
+ *                         with no check before it, says -ENOLCK, and
+ *                         the other's record stays
+ *   lease_lapses          with a 150 ms lease and no check for 300 ms:
+ *                         -ENOLCK, and release leaves the file
+ *   hung_server           a FUSE mount (bindfs) whose daemon is stopped:
+ *                         a 300 ms check says -ETIMEDOUT within 450 ms,
+ *                         every time; with a lease, -ENOLCK once it
+ *                         lapses; once the daemon runs again, a check
+ *                         says 0 on another handle (its question put
+ *                         again), and the locks a release dropped are
+ *                         free for the next holder
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pidlock.h"
+#include "testutil.h"
+
+/* The holder's locks dropped under it, as a server drops a client's. */
+static void drop_locks(struct pidlock *l)
+{
+	struct flock fl = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
+	int fd = pidlock_fd(l);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(flock(fd, LOCK_UN), 0);
+	ck_assert_int_eq(fcntl(fd, F_OFD_SETLK, &fl), 0);
+}
+
+/* Another holder takes the file in place: both kernel locks, its own
+ * record; it says 'L' and holds until told, or exits at once. */
+struct taker {
+	const char *path;
+	bool stay;
+	bool record;	/* writes its own; else it has only the locks */
+};
+
+static int taker_main(struct tu_child *c, void *arg)
+{
+	const struct taker *t = arg;
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	char rec[128];
+	int fd = open(t->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	int n;
+
+	TU_CHILD_CHECK(fd >= 0);
+	TU_CHILD_CHECK(flock(fd, LOCK_EX | LOCK_NB) == 0);
+	TU_CHILD_CHECK(fcntl(fd, F_OFD_SETLK, &fl) == 0);
+	if (!t->record) {
+		tu_signal(c, 'L');
+		(void)tu_wait_parent(c);
+		return 0;
+	}
+	n = snprintf(rec, sizeof(rec), "pid=%d\ntimestamp=%lld\ntag=other\n",
+		     (int)getpid(), (long long)time(NULL));
+	TU_CHILD_CHECK(ftruncate(fd, 0) == 0);
+	TU_CHILD_CHECK(pwrite(fd, rec, (size_t)n, 0) == n);
+	tu_signal(c, 'L');
+	if (t->stay)
+		(void)tu_wait_parent(c);
+	return 0;
+}
+
+START_TEST(check_held)
+{
+	char *path = tu_path("held.lock");
+	struct pidlock *l = tu_new(path, 0);
+
+	ck_assert_int_eq(pidlock_check(l, 100), -ENOLCK);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(pidlock_check(l, 100), 0);
+	ck_assert_int_eq(pidlock_check(l, -1), 0);
+	ck_assert_int_eq(pidlock_check(l, -2), -EINVAL);
+	ck_assert_int_eq(pidlock_check(NULL, 100), -EINVAL);
+	ck_assert_int_eq(pidlock_set_lease(NULL, 10), -EINVAL);
+	ck_assert_int_eq(pidlock_set_lease(l, PIDLOCK_LEASE_MAX_MS + 1),
+			 -EINVAL);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_int_eq(pidlock_check(l, 100), -ENOLCK);
+	pidlock_free(l);
+}
+END_TEST
+
+/* The next holder has the locks, and has written nothing yet: A's own
+ * record is all A sees, and neither it nor the file may change. */
+static void another_holds_check(struct pidlock *l, const char *path)
+{
+	char *before = strdup(tu_read(path));
+
+	ck_assert_ptr_nonnull(before);
+	ck_assert_int_eq(pidlock_check(l, 1000), -ENOLCK);
+	ck_assert_int_eq(pidlock_verify(l), -ENOLCK);
+	ck_assert_int_eq(pidlock_refresh(l), -ENOLCK);
+	ck_assert_int_eq(pidlock_check(l, 1000), -ENOLCK);
+	ck_assert_int_eq(pidlock_release(l), -ENOLCK);
+	ck_assert(tu_exists(path));
+	ck_assert_str_eq(tu_read(path), before);
+	free(before);
+}
+
+/* Another process holds the flock and the OFD lock. */
+START_TEST(another_holds)
+{
+	char *path = tu_path("another.lock");
+	struct pidlock *l = tu_new(path, 0);
+	struct taker t = { path, true, false };
+	struct tu_child c;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	drop_locks(l);
+	tu_spawn(&c, taker_main, &t);
+	ck_assert_int_eq(tu_wait_signal(&c), 'L');
+	another_holds_check(l, path);
+	tu_tell(&c, 'R');
+	ck_assert_int_eq(tu_join(&c), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+/* flock(1) holds: only a re-take of our flock can tell. */
+START_TEST(flock1_holds)
+{
+	char *path = tu_path("flock1.lock");
+	struct pidlock *l = tu_new(path, 0);
+	struct tu_child c;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	drop_locks(l);
+	tu_flock1_hold(&c, path, false);
+	another_holds_check(l, path);
+	tu_tell(&c, '\n');
+	ck_assert_int_eq(tu_join(&c), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+START_TEST(record_another)
+{
+	char *path = tu_path("record.lock");
+	struct pidlock *l = tu_new(path, 0);
+	struct taker t = { path, false, true };
+	struct tu_child c;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	drop_locks(l);
+	tu_spawn(&c, taker_main, &t);
+	ck_assert_int_eq(tu_wait_signal(&c), 'L');
+	ck_assert_int_eq(tu_join(&c), 0);
+	/* Its locks went with it; its record stays. */
+	ck_assert_int_eq(pidlock_check(l, 1000), -ENOLCK);
+	ck_assert_int_eq(pidlock_release(l), -ENOLCK);
+	ck_assert(tu_exists(path));
+	ck_assert(strstr(tu_read(path), "tag=other") != NULL);
+	pidlock_free(l);
+}
+END_TEST
+
+START_TEST(path_replaced)
+{
+	char *path = tu_path("replaced.lock");
+	char other[PATH_MAX];
+	struct pidlock *l = tu_new(path, 0);
+
+	snprintf(other, sizeof(other), "%s", tu_path("other"));
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	tu_write(other, "pid=1\n");
+	ck_assert_int_eq(rename(other, path), 0);
+	ck_assert_int_eq(pidlock_check(l, 1000), -ENOLCK);
+	ck_assert_int_eq(pidlock_refresh(l), -ENOLCK);
+	ck_assert_str_eq(tu_read(path), "pid=1\n");
+	(void)pidlock_release(l);
+	ck_assert_str_eq(tu_read(path), "pid=1\n");
+	pidlock_free(l);
+}
+END_TEST
+
+/* A refresh, with no check before it, asks the same questions. */
+START_TEST(refresh_guard)
+{
+	char *path = tu_path("refresh.lock");
+	struct pidlock *l = tu_new(path, 0);
+	struct taker t = { path, true, true };
+	struct tu_child c;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_refresh(l), 0);
+	drop_locks(l);
+	tu_spawn(&c, taker_main, &t);
+	ck_assert_int_eq(tu_wait_signal(&c), 'L');
+	ck_assert_int_eq(pidlock_refresh(l), -ENOLCK);
+	ck_assert(strstr(tu_read(path), "tag=other") != NULL);
+	tu_tell(&c, 'R');
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_int_eq(pidlock_release(l), -ENOLCK);
+	pidlock_free(l);
+}
+END_TEST
+
+START_TEST(lease_lapses)
+{
+	char *path = tu_path("lease.lock");
+	struct pidlock *l = tu_new(path, 0);
+
+	ck_assert_int_eq(pidlock_set_lease(l, 150), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(pidlock_check(l, 100), 0);
+		tu_msleep(50);
+	}
+	tu_msleep(300);
+	ck_assert_int_eq(pidlock_check(l, 100), -ENOLCK);
+	ck_assert_int_eq(pidlock_refresh(l), -ENOLCK);
+	ck_assert_int_eq(pidlock_release(l), -ENOLCK);
+	/* Not unlinked: by now it may be the next holder's. */
+	ck_assert(tu_exists(path));
+	/* A new hold starts a new lease. */
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_check(l, 100), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert(!tu_exists(path));
+	pidlock_free(l);
+}
+END_TEST
+
+/* --- a FUSE mount whose daemon stops answering ----------------------- */
+
+struct fuse_mnt {
+	pid_t daemon;
+	char mnt[PATH_MAX];
+};
+
+/* bindfs of a directory of ours, in the foreground, in a mount
+ * namespace of this test's own (gone with the test, whatever ends it).
+ * false (said why) where this machine cannot. */
+static bool bindfs_start(struct fuse_mnt *m)
+{
+	char src[PATH_MAX];
+	struct stat st;
+
+	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0 ||
+	    system("command -v bindfs >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "not tested: needs root, /dev/fuse and "
+			"bindfs\n");
+		return false;
+	}
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		fprintf(stderr, "not tested: no mount namespace of our own: "
+			"%s\n", strerror(errno));
+		return false;
+	}
+	snprintf(src, sizeof(src), "%s", tu_path("src"));
+	snprintf(m->mnt, sizeof(m->mnt), "%s", tu_path("mnt"));
+	ck_assert_int_eq(mkdir(src, 0755), 0);
+	ck_assert_int_eq(mkdir(m->mnt, 0755), 0);
+	m->daemon = fork();
+	ck_assert_int_ge(m->daemon, 0);
+	if (m->daemon == 0) {
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execlp("bindfs", "bindfs", "-f", src, m->mnt, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 500; i++) {
+		struct stat top;
+
+		if (stat(m->mnt, &top) == 0 && stat(src, &st) == 0 &&
+		    top.st_dev != st.st_dev)
+			return true;
+		tu_msleep(10);
+	}
+	ck_abort_msg("bindfs did not mount %s", m->mnt);
+	return false;
+}
+
+static void bindfs_end(struct fuse_mnt *m)
+{
+	(void)kill(m->daemon, SIGCONT);
+	ck_assert_int_eq(kill(m->daemon, SIGKILL), 0);
+	(void)tu_reap(m->daemon);
+	(void)umount2(m->mnt, MNT_DETACH);
+}
+
+/* A check while the daemon is stopped: -ETIMEDOUT or -ENOLCK (want),
+ * within the bound. */
+static void timed_check(struct pidlock *l, int want)
+{
+	long t0 = tu_ms(), ms;
+	int r = pidlock_check(l, 300);
+
+	ms = tu_ms() - t0;
+	fprintf(stderr, "hung_server: check %d after %ld ms\n", r, ms);
+	ck_assert_int_eq(r, want);
+	ck_assert_msg(ms < 450, "a 300 ms check took %ld ms", ms);
+}
+
+START_TEST(hung_server)
+{
+	struct fuse_mnt m;
+	struct pidlock *l, *l2;
+	char path[PATH_MAX + 16];
+	int fds;
+
+	if (!bindfs_start(&m))
+		return;
+	snprintf(path, sizeof(path), "%s/h.lock", m.mnt);
+	l = tu_new(path, 0);
+	ck_assert_int_eq(pidlock_set_lease(l, 1500), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_check(l, 2000), 0);
+	fds = tu_count_fds();
+	ck_assert_int_eq(kill(m.daemon, SIGSTOP), 0);
+	timed_check(l, -ETIMEDOUT);
+	/* The question under way is waited for again, not asked anew. */
+	timed_check(l, -ETIMEDOUT);
+	ck_assert_int_le(tu_count_fds(), fds + 4);
+	tu_msleep(1200);
+	/* No call has reached the server for longer than the lease. */
+	timed_check(l, -ENOLCK);
+	ck_assert_int_eq(pidlock_refresh(l), -ENOLCK);
+	ck_assert_int_eq(kill(m.daemon, SIGCONT), 0);
+	/* Lost for good, though the server answers again. */
+	ck_assert_int_eq(pidlock_check(l, 2000), -ENOLCK);
+	ck_assert_int_eq(pidlock_release(l), -ENOLCK);
+	pidlock_free(l);
+
+	/* Without a lease: no answer is no verdict, and an answer that
+	 * comes once the daemon runs again is put again, and says 0. */
+	l2 = tu_new(path, 0);
+	ck_assert_int_eq(pidlock_acquire(l2, 0), 0);
+	ck_assert_int_eq(kill(m.daemon, SIGSTOP), 0);
+	timed_check(l2, -ETIMEDOUT);
+	ck_assert_int_eq(kill(m.daemon, SIGCONT), 0);
+	ck_assert_int_eq(pidlock_check(l2, 5000), 0);
+	ck_assert_int_eq(pidlock_release(l2), 0);
+	ck_assert_int_le(tu_count_fds(), fds);
+	pidlock_free(l2);
+	bindfs_end(&m);
+}
+END_TEST
+
+int main(void)
+{
+	const struct tu_case cases[] = {
+		{ check_held, 1 },
+		{ another_holds, 1 },
+		{ flock1_holds, 1 },
+		{ record_another, 1 },
+		{ path_replaced, 1 },
+		{ refresh_guard, 1 },
+		{ lease_lapses, 1 },
+		{ hung_server, 1 },
+		{ NULL, 0 },
+	};
+
+	tu_run_cases("check", "check", 60, cases);
+}
