@@ -84,20 +84,27 @@ static int retake(const struct pidlock *lock, int fd)
 
 /*
  * The record must still be the one we wrote: the next holder on another
- * host may have taken the file over in place, and written its own.
- * Shared holders write one record among themselves, and one of them
- * may be writing it as we read: only its kind is asked.
+ * host may have taken the file over in place, written its own, and died
+ * without removing the file, so that nothing else tells.  Asked only on
+ * a shared file system: on a local one a record changed under our locks
+ * is a lockless writer's (a spec-only peer's, a person's), which our
+ * next refresh repairs (pidlock_refresh(3)).  Shared holders write one
+ * record among themselves, and one of them may be writing it as we
+ * read: only its kind is asked.
  */
 static int record_ours(const struct pidlock *lock, int fd)
 {
 	char buf[CONTENT_READ_MAX];
 	struct content c;
 	ssize_t n = io_read_bounded(fd, buf, sizeof(buf));
+	size_t head;
 	pid_t named;
 
 	if (n < 0)
 		return lost_errno((int)-n);
-	content_parse(buf, (size_t)n, &c);
+	/* The holder's own bytes after the record are not the record. */
+	head = content_head(buf, (size_t)n);
+	content_parse(buf, head ? head : (size_t)n, &c);
 	if (c.released)
 		return -ENOLCK;
 	if (lock->set.shared)
@@ -107,6 +114,8 @@ static int record_ours(const struct pidlock *lock, int fd)
 		return 0;	/* nothing of ours written to compare */
 	return named == lock->hold.writer && !host_foreign(&c) ? 0 : -ENOLCK;
 }
+
+static bool remote(const struct pidlock *lock);
 
 /*
  * The questions, in the order that costs least when the answer is no:
@@ -133,7 +142,7 @@ static int ask(struct pidlock *lock, int fd)
 		else if (r < 0)
 			r = lost_errno(-r);
 	}
-	if (r == 0)
+	if (r == 0 && remote(lock))
 		r = record_ours(lock, fd);
 	return r;
 }
