@@ -1194,12 +1194,17 @@ static int blocked_acquirer(struct tu_child *c, void *arg)
 	struct pidlock *w;
 	int r;
 
-	(void)c;
 	close(a->inherited);
 	w = tu_new(a->path, PIDLOCK_KEEP_IF_USED);
 	r = pidlock_acquire(w, -1);
-	if (r == 0)
+	/* The holder unlocks before its close: its description is still
+	 * open for a moment after our grant, and our release's lease test
+	 * would rightly count it.  Released once its release returned. */
+	if (r == 0) {
+		tu_signal(c, 'L');
+		(void)tu_wait_parent(c);
 		r = pidlock_release(w);
+	}
 	pidlock_free(w);
 	return r == 0 ? 0 : 1;
 }
@@ -1220,6 +1225,8 @@ START_TEST(own_waiter_takes_file_that_stays)
 	tu_spawn(&c, blocked_acquirer, &a);
 	wait_for_waiter(ino);
 	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_int_eq(tu_wait_signal(&c), 'L');
+	tu_tell(&c, 'R');
 	ck_assert_int_eq(tu_join(&c), 0);
 	ck_assert_msg(!tu_exists(p), "the waiter's release kept the file");
 	pidlock_free(l);

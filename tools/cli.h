@@ -84,6 +84,8 @@ struct opts {
 	const char *legacy_name;	/* --legacy-name NAME */
 	bool legacy_trust_file;	/* --legacy-trust-file: whoever could
 				 * have written the pidfile */
+	int check_ms;		/* --check: ask every check_ms; 0 never */
+	int lease_ms;		/* --lease: the holder's lease; 0 none */
 };
 
 /* options.c: 0 run with *o; 1 done (--help, --version); -code: exit. */

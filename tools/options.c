@@ -46,6 +46,8 @@ enum {
 	OPT_LEGACY_EXEC,
 	OPT_LEGACY_NAME,
 	OPT_LEGACY_TRUST_FILE,
+	OPT_CHECK,
+	OPT_LEASE,
 };
 
 /* Modes an option is allowed in, as bits. */
@@ -121,6 +123,13 @@ struct optdef {
 /* In two pieces: one string literal of over 4095 bytes is more than C99
  * promises to support (clang -Woverlength-strings). */
 #define HELP_TEXT_MORE \
+"     --check SECONDS          while the command runs, ask every SECONDS whether\n" \
+"                              the lock is still ours (a shared file system's\n" \
+"                              server may give it away); lost: TERM the\n" \
+"                              command, exit 75\n" \
+"     --lease SECONDS          count the lock lost once the server has not\n" \
+"                              answered for SECONDS (below its own timeout);\n" \
+"                              checks every SECONDS/4 unless --check says\n" \
 "     --host-local             only this host uses the directory: lock where\n" \
 "                              locks exclude only this host (NFS nolock,\n" \
 "                              sshfs, ...), which is refused otherwise\n" \
@@ -173,7 +182,8 @@ struct optdef {
 "64 usage (or FD not open for reading and writing), 65 not a lock file\n" \
 "(nothing changed) or FD not open, 66 unusable lock file, 69 command cannot\n" \
 "run, 71 system error, 75 FD's file is no longer at its path (open it\n" \
-"again), 77 permission denied.\n" \
+"again) or, with --check or --lease, the lock was lost while the command\n" \
+"ran, 77 permission denied.\n" \
 "See pidlock(1).\n"
 
 static void usage(void)
@@ -277,6 +287,25 @@ static int set_timeout(struct opts *o, const char *arg)
 				   "%d.%03d, fractions allowed)", arg,
 				   INT_MAX / 1000, INT_MAX % 1000);
 	o->timeout_set = true;
+	return 0;
+}
+
+static int set_check(struct opts *o, const char *arg)
+{
+	if (parse_seconds(arg, &o->check_ms) < 0 || o->check_ms == 0)
+		return usage_error("invalid check interval '%s' (seconds from "
+				   "0.001 to %d.%03d, fractions allowed)", arg,
+				   INT_MAX / 1000, INT_MAX % 1000);
+	return 0;
+}
+
+static int set_lease(struct opts *o, const char *arg)
+{
+	if (parse_seconds(arg, &o->lease_ms) < 0 || o->lease_ms == 0 ||
+	    (unsigned int)o->lease_ms > PIDLOCK_LEASE_MAX_MS)
+		return usage_error("invalid lease '%s' (seconds from 0.001 to "
+				   "%u, fractions allowed)", arg,
+				   PIDLOCK_LEASE_MAX_MS / 1000);
 	return 0;
 }
 
@@ -475,6 +504,8 @@ static const struct optdef options[] = {
 	ALIAS("fcntl", OPT_FCNTL_ONLY, no_argument),
 	FLAG("host-local", OPT_HOST_LOCAL, PIDLOCK_HOST_LOCAL),
 	CALL("stale", OPT_STALE, required_argument, set_stale, M_ALL),
+	CALL("check", OPT_CHECK, required_argument, set_check, M_RUN),
+	CALL("lease", OPT_LEASE, required_argument, set_lease, M_RUN),
 	BOOL("exec", 'F', exec, M_RUN | M_FD),
 	ALIAS("no-fork", 'F', no_argument),
 	MODE("status", OPT_STATUS, MODE_STATUS),
@@ -614,6 +645,10 @@ static int check_combinations(const struct opts *o, const struct parser *p)
 		return usage_error("%s", "--flock-only and --fcntl-only exclude each other");
 	if (o->exec && o->close_fd)
 		return usage_error("%s", "--exec and --close exclude each other: the lock would end at exec");
+	if (o->exec && (o->check_ms || o->lease_ms))
+		return usage_error("%s", "--exec excludes --check and --lease: "
+				   "no pidlock process would be left to ask "
+				   "whether the lock is still ours");
 	if (o->slots && (o->flags & PIDLOCK_SHARED))
 		return usage_error("%s", "--shared and --slots exclude each other: a slot has one holder");
 	if (o->slots && (o->legacy_exec || o->legacy_name))

@@ -33,6 +33,12 @@ static int64_t mono_ms(void)
 
 /* ---- taking the lock ---------------------------------------------- */
 
+/* What became of the lock while the command ran. */
+struct hold {
+	bool lost;		/* no longer ours: nothing more to write */
+	bool taken_away;	/* --check found so: exit 75 */
+};
+
 static void say_holder(struct pidlock *lock, const char *what)
 {
 	struct pidlock_info info;
@@ -212,19 +218,59 @@ static int64_t refresh_interval_ms(const struct opts *o)
 	return ms > 0 ? ms : 1;
 }
 
-static void refresh(const struct opts *o, struct pidlock *lock, bool *lost)
+static void refresh(const struct opts *o, struct pidlock *lock,
+		    struct hold *h)
 {
 	int r;
 
-	if (*lost)
+	if (h->lost)
 		return;
 	r = pidlock_refresh(lock);
 	if (r == 0)
 		return;
 	warn_path(o->lockfile, -r);
-	/* Somebody deleted or replaced the file: writing would be theirs. */
-	if (r == -ESTALE)
-		*lost = true;
+	/* Somebody deleted or replaced the file, or another holder has the
+	 * lock now: writing would be theirs. */
+	if (r == -ESTALE || r == -ENOLCK)
+		h->lost = true;
+}
+
+/* How often --check asks: as given, or four times a lease. */
+static int64_t check_interval_ms(const struct opts *o)
+{
+	if (o->check_ms)
+		return o->check_ms;
+	return o->lease_ms ? (o->lease_ms + 3) / 4 : -1;
+}
+
+/*
+ * --check: is the lock still ours?  The server is given the interval to
+ * answer, or a second, whichever is shorter: no answer is no verdict
+ * (the lease turns a silence into one).  Lost: the command is told with
+ * TERM, as timeout(1) tells it its time is up, and we exit 75.
+ */
+static void check(const struct opts *o, struct pidlock *lock, pid_t child,
+		  struct hold *h)
+{
+	int64_t ms = check_interval_ms(o);
+	int r;
+
+	if (h->lost)
+		return;
+	r = pidlock_check(lock, (int)(ms < 1000 ? ms : 1000));
+	if (r == 0 || r == -ETIMEDOUT || r == -EAGAIN)
+		return;
+	h->lost = true;
+	h->taken_away = true;
+	if (r == -ENOLCK)
+		warn_file(o->lockfile, "the lock is lost (another holder has "
+			  "it, or the server did not answer within the lease): "
+			  "sending TERM to the command");
+	else
+		warn_file(o->lockfile, "cannot tell whether the lock is still "
+			  "ours (%s): sending TERM to the command",
+			  strerror(-r));
+	(void)kill(child, SIGTERM);
 }
 
 /* Ctrl-C and Ctrl-\ go to the whole foreground process group, the
@@ -257,23 +303,42 @@ static int next_signal(const sigset_t *set, int64_t until, siginfo_t *si)
 	return errno == EAGAIN ? 0 : -errno;
 }
 
+/* The next of two timers (< 0: none). */
+static int64_t earliest(int64_t a, int64_t b)
+{
+	if (a < 0)
+		return b;
+	return b < 0 || a < b ? a : b;
+}
+
 /* Forward signals to the child until it exits; refresh the record of
- * a lock we hold meanwhile (with --fd there is none: lock is NULL). */
+ * a lock we hold meanwhile (with --fd there is none: lock is NULL), and
+ * with --check or --lease ask whether it is still ours. */
 static int wait_command(const struct opts *o, struct pidlock *lock,
 			pid_t child, const sigset_t *set, int *status,
-			bool *lost)
+			struct hold *h)
 {
 	int64_t interval = refresh_interval_ms(o);
+	int64_t every = lock ? check_interval_ms(o) : -1;
 	int64_t next = lock ? mono_ms() + interval : -1;
+	int64_t next_check = every > 0 ? mono_ms() + every : -1;
 
 	for (;;) {
 		siginfo_t si;
 		pid_t w;
-		int sig = next_signal(set, next, &si);
+		int sig = next_signal(set, earliest(next, next_check), &si);
 
 		if (sig == 0) {
-			refresh(o, lock, lost);
-			next = mono_ms() + interval;
+			int64_t now = mono_ms();
+
+			if (next_check >= 0 && now >= next_check) {
+				check(o, lock, child, h);
+				next_check = now + every;
+			}
+			if (next >= 0 && now >= next) {
+				refresh(o, lock, h);
+				next = now + interval;
+			}
 			continue;
 		}
 		if (sig == -EINTR)
@@ -302,7 +367,7 @@ static void release(const struct opts *o, struct pidlock *lock, bool lost)
 		return;		/* --fd: the shell's descriptor keeps it */
 	r = pidlock_release(lock);
 
-	if (r == -ESTALE && lost)
+	if ((r == -ESTALE || r == -ENOLCK) && lost)
 		return;		/* already said */
 	if (r < 0)
 		warn_path(o->lockfile, -r);
@@ -322,7 +387,7 @@ static int cannot_start(const struct opts *o, struct pidlock *lock,
 static int run_child(const struct opts *o, struct pidlock *lock)
 {
 	struct sigstate s;
-	bool lost = false;
+	struct hold h = { false, false };
 	pid_t child;
 	int r, status = 0;
 
@@ -337,14 +402,16 @@ static int run_child(const struct opts *o, struct pidlock *lock)
 		return cannot_start(o, lock, "fork", errno);
 	if (child == 0)
 		start_command(o, lock, &s);
-	r = wait_command(o, lock, child, &s.wait, &status, &lost);
+	r = wait_command(o, lock, child, &s.wait, &status, &h);
 	/* The signals stay blocked: one arriving now must not kill us
 	 * before the command's status is passed on. */
-	release(o, lock, lost);
+	release(o, lock, h.lost);
 	if (r < 0) {
 		warn_msg("waiting for the command: %s", strerror(-r));
 		return EX_OSERR;
 	}
+	if (h.taken_away)
+		return EX_TEMPFAIL;
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);

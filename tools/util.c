@@ -340,6 +340,8 @@ int configure_lock(const struct opts *o, struct pidlock *lock)
 		r = pidlock_set_tag(lock, o->tag);
 	if (r == 0 && o->mode_set)
 		r = pidlock_set_mode(lock, (mode_t)o->mode_bits);
+	if (r == 0 && o->lease_ms)
+		r = pidlock_set_lease(lock, (unsigned int)o->lease_ms);
 	return r;
 }
 
