@@ -26,8 +26,9 @@ PIDLOCK_EXPORT int pidlock_verify(struct pidlock *lock)
 {
 	if (!lock)
 		return -EINVAL;
-	if (lock->hold.fd >= 0 && lock->hold.lost)
-		return -ENOLCK;
+	/* Not hold.lost: verify answers only for the path (its callers,
+	 * the Python binding's among them, read -ENOLCK as "holds no
+	 * descriptor"); pidlock_check() answers for the lock. */
 	return io_rc_filter(check_held(lock));
 }
 
