@@ -199,6 +199,12 @@ class AsyncLock:
     def verify(self) -> None:
         self._lock.verify()
 
+    async def check(self, timeout: Optional[float] = 1.0) -> bool:
+        """Lock.check() in the loop's executor: the server's answer may
+        take up to timeout."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self._lock.check, timeout)
+
     def fileno(self) -> int:
         return self._lock.fileno()
 

@@ -43,7 +43,8 @@ class Lock(_lib.Owner):
     """An exclusive lock on a file path that never goes stale.
 
     Lock(path, *, timeout=None, tag=None, flags=Flags.NONE, shared=False,
-    mode=None, stale_timeout=None, retry_interval=None, grace=None)
+    mode=None, stale_timeout=None, retry_interval=None, grace=None,
+    lease=None)
 
     timeout is the default of acquire(), in seconds: None (or negative)
     waits without a limit, 0 tries once.  tag is written in the record
@@ -52,7 +53,9 @@ class Lock(_lib.Owner):
     it together, an exclusive one excludes them;
     mode is the new file's mode, exact whatever the umask (default: 0o644
     less the umask); stale_timeout, retry_interval and
-    grace (seconds) are pidlock_set_stale_timeout(3) and its siblings.
+    grace (seconds) are pidlock_set_stale_timeout(3) and its siblings;
+    lease (seconds) is the holder's own lease of pidlock_set_lease(3),
+    which check() keeps (see there).
 
     The handle is made at once and reused: acquire() and release() may
     be called again and again.  Use it from one thread at a time (calls
@@ -74,7 +77,8 @@ class Lock(_lib.Owner):
                  shared: bool = False, mode: Optional[int] = None,
                  stale_timeout: Optional[float] = None,
                  retry_interval: Optional[float] = None,
-                 grace: Optional[float] = None) -> None:
+                 grace: Optional[float] = None,
+                 lease: Optional[float] = None) -> None:
         raw = path_bytes(path)
         self._path = os.fsdecode(raw)
         self._handle: Optional[int] = None
@@ -104,6 +108,8 @@ class Lock(_lib.Owner):
                       math.ceil(retry_interval * 1000))
         if grace is not None:
             self._set(_lib.lib.pidlock_set_grace, math.ceil(grace * 1000))
+        if lease is not None:
+            self._set(_lib.lib.pidlock_set_lease, math.ceil(lease * 1000))
 
     def _set(self, setter, value) -> None:  # type: ignore[no-untyped-def]
         rc = setter(self._live(), value)
@@ -231,7 +237,10 @@ class Lock(_lib.Owner):
                 self._debug(_log.ATTEMPT_RELEASE)
                 self._site = self._site_frame = None
                 rc = _let_go(handle, self._owner)
-                if rc not in (-errno.EINVAL, -errno.ENOLCK):
+                # -ENOLCK from a lock found lost: the descriptor is
+                # closed all the same.
+                if rc not in (-errno.EINVAL, -errno.ENOLCK) or \
+                        not _lib.held(handle):
                     self._owner = None
                 if rc == 0:
                     self._debug(_log.RELEASED)
@@ -268,6 +277,28 @@ class Lock(_lib.Owner):
             rc = _lib.lib.pidlock_verify(self._live())
             if rc < 0:
                 raise_for(rc, self._path)
+
+    def check(self, timeout: Optional[float] = 1.0) -> bool:
+        """Whether the lock is still this Lock's where it counts.
+
+        On a shared file system the server may give the lock to another
+        host once this one has been cut off (pidlock_check(3)): True
+        while the lock is still ours; False once it is not, for good (a
+        later release() then closes the descriptor, writes and removes
+        nothing, and raises OSError(ENOLCK)), or when nothing is held.
+        Waits at most timeout seconds for the server (None: no limit),
+        even one that never answers; TimeoutError if it did not answer.
+        With a lease (Lock(lease=...)), a server silent for longer than
+        the lease makes it False.
+        """
+        ms = -1 if timeout is None else max(0, math.ceil(timeout * 1000))
+        with self._guard:
+            rc = _lib.lib.pidlock_check(self._live(), ms)
+        if rc == 0:
+            return True
+        if rc == -errno.ENOLCK:
+            return False
+        raise_for(rc, self._path)
 
     def fileno(self) -> int:
         """The descriptor that holds the kernel locks (do not close it)."""
