@@ -41,8 +41,9 @@ def test_check_held_and_not(lockpath):
 def test_taken_away_is_lost_and_release_writes_nothing(lockpath):
     lock = pidlock.Lock(lockpath)
     lock.acquire()
+    fd = lock.fileno()      # (the hand-out pads the record: read after)
     before = open(lockpath).read()
-    drop_locks(lock.fileno())
+    drop_locks(fd)
     marker = lockpath + ".in"
     peer = subprocess.Popen(["flock", "-n", lockpath, "sh", "-c",
                              'touch "$0"; exec sleep 30', marker])
