@@ -46,7 +46,8 @@ def test_taken_away_is_lost_and_release_writes_nothing(lockpath):
     drop_locks(fd)
     marker = lockpath + ".in"
     peer = subprocess.Popen(["flock", "-n", lockpath, "sh", "-c",
-                             'touch "$0"; exec sleep 30', marker])
+                             'touch "$0"; exec sleep 30', marker],
+                            start_new_session=True)
     try:
         # No check before flock(1) holds: a check's re-take of our own
         # locks would have them back.
@@ -64,9 +65,9 @@ def test_taken_away_is_lost_and_release_writes_nothing(lockpath):
         assert not lock.locked
         assert open(lockpath).read() == before   # the file is flock(1)'s now
     finally:
-        peer.kill()
+        os.killpg(peer.pid, 9)        # flock(1) and its command
         peer.wait()
-    lock.acquire(0)                   # a new hold starts afresh
+    lock.acquire(10)                  # a new hold starts afresh
     assert lock.check() is True
     lock.release()
 
