@@ -61,6 +61,12 @@ enum {
 	 * whole.  Costs a journal commit per write on a disk.  Added after
 	 * 1.3.0; what every handle did until then. */
 	PIDLOCK_SYNC = 1U << 9,
+	/** A fencing token for each grant: a 64-bit number greater than
+	 * every earlier holder's of the path, on every host, kept in an
+	 * extended attribute of the directory and written as token= in
+	 * the record (pidlock_token()).  Not with PIDLOCK_SHARED.  Since
+	 * 1.4.0. */
+	PIDLOCK_TOKEN = 1U << 10,
 };
 
 /* Kernel lock kinds, as reported in struct pidlock_info. */
@@ -209,6 +215,9 @@ int pidlock_verify(struct pidlock *lock);
  * on a server that does not answer.  Since 1.4.0.  See
  * pidlock_check(3). */
 int pidlock_check(struct pidlock *lock, int timeout_ms);
+/* The fencing token of the hold, with PIDLOCK_TOKEN: greater than every
+ * earlier holder's of the path.  Since 1.4.0.  See pidlock_token(3). */
+int pidlock_token(const struct pidlock *lock, uint64_t *token);
 /** Longest lease pidlock_set_lease() takes: one day. */
 #define PIDLOCK_LEASE_MAX_MS 86400000U
 /* The holder's own lease: count the lock as lost once no call has

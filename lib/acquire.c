@@ -338,6 +338,16 @@ int acquire_begin(struct pidlock *lock)
 }
 
 /* The loop is over (r) and its kept descriptor given up. */
+/* PIDLOCK_TOKEN: no number, no lock (token.c). */
+static int token_or_let_go(struct pidlock *lock)
+{
+	int r = token_publish(lock);
+
+	if (r < 0)
+		(void)pidlock_release(lock);
+	return r;
+}
+
 int acquire_end(struct pidlock *lock, struct watch *w, int r)
 {
 	keep_or_close_watch(lock, w, r);
@@ -361,6 +371,8 @@ int acquire_end(struct pidlock *lock, struct watch *w, int r)
 	/* The holder's lease runs from the grant (check.c). */
 	if (r == 0)
 		check_learn(lock);
+	if (r == 0 && (lock->set.flags & PIDLOCK_TOKEN))
+		r = token_or_let_go(lock);
 	return r;
 }
 

@@ -223,9 +223,13 @@ static int lock_fd(struct pidlock *lock, int fd, pid_t pid, int timeout_ms)
 PIDLOCK_EXPORT int pidlock_lock_fd(struct pidlock *lock, int fd, pid_t pid,
 				   int timeout_ms)
 {
-	int old = cancel_off();
-	int r = lock_fd(lock, fd, pid, timeout_ms);
+	int old, r;
 
+	/* A descriptor's lock outlives the call: no hold to number. */
+	if (lock && (lock->set.flags & PIDLOCK_TOKEN))
+		return -EINVAL;
+	old = cancel_off();
+	r = lock_fd(lock, fd, pid, timeout_ms);
 	cancel_restore(old);
 	return r;
 }

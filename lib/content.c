@@ -95,6 +95,21 @@ size_t content_format(char *buf, size_t size, pid_t pid, int64_t now,
  * passed: the host's id is read once per process, the namespace once
  * per pid (a fork may be in a new one).
  */
+/* token=N: the hold's fencing token, for people and resources that
+ * read the record (token.c). */
+size_t content_put_token(char *buf, size_t size, size_t len,
+			 uint64_t token)
+{
+	char *p = buf + len;
+
+	if (!token || size < CONTENT_BUF_MAX || len > CONTENT_BUF_MAX - 168)
+		return len;
+	p = put_str(p, "token=");
+	p = put_u64(p, token);
+	*p++ = '\n';
+	return (size_t)(p - buf);
+}
+
 size_t content_put_host(char *buf, size_t size, size_t len,
 			const struct host_id *h)
 {

@@ -17,7 +17,8 @@
 #define ALL_FLAGS ((unsigned int)(KIND_FLAGS | SYNC_FLAGS | \
 				  PIDLOCK_PLAIN_PID | PIDLOCK_KEEP_FILE | \
 				  PIDLOCK_EXIT_RELEASES | PIDLOCK_SHARED | \
-				  PIDLOCK_HOST_LOCAL | PIDLOCK_KEEP_IF_USED))
+				  PIDLOCK_HOST_LOCAL | PIDLOCK_KEEP_IF_USED | \
+				  PIDLOCK_TOKEN))
 
 PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
 			       unsigned int flags)
@@ -31,8 +32,10 @@ PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
 	r = handle_check_path(path);
 	if (r < 0)
 		return r;
+	/* A token is one holder's: shared holders would share it. */
 	if ((flags & ~ALL_FLAGS) || (flags & KIND_FLAGS) == KIND_FLAGS ||
-	    (flags & SYNC_FLAGS) == SYNC_FLAGS)
+	    (flags & SYNC_FLAGS) == SYNC_FLAGS ||
+	    ((flags & PIDLOCK_TOKEN) && (flags & PIDLOCK_SHARED)))
 		return -EINVAL;
 	self_init();
 	lock = calloc(1, sizeof(*lock));

@@ -23,5 +23,6 @@ void hold_clear(struct pidlock *lock)
 	lock->hold.fd_given = false;
 	lock->hold.noappend = 0;
 	lock->hold.lost = false;
+	lock->hold.token = 0;
 	lock->hold.reached_ms = 0;
 }

@@ -20,7 +20,7 @@
 /* Bounded read of a lock file: a record of ours is far shorter. */
 #define CONTENT_READ_MAX 4096
 /* Room for our own record: plain pid, pid, timestamp, tag, marker. */
-#define CONTENT_BUF_MAX (PIDLOCK_TAG_MAX + 256)
+#define CONTENT_BUF_MAX (PIDLOCK_TAG_MAX + 288)
 /* Upper bound of pidlock_set_grace(). */
 #define PIDLOCK_GRACE_MAX_MS 10000U
 /* While waiting out the grace period without inotify, look this often. */
@@ -87,6 +87,7 @@ struct pidlock {
 		int wait_ifd;	/* the wait's inotify, closed after release */
 		bool lost;	/* pidlock_check() or a write found the lock
 				 * another's: so it stays until release */
+		uint64_t token;	/* PIDLOCK_TOKEN: this grant's, else 0 */
 		int64_t reached_ms;	/* CLOCK_MONOTONIC ms at which the last
 					 * call began that the server answered
 					 * (the holder's lease, check.c) */
@@ -218,6 +219,8 @@ size_t content_head_tail(const char *data, size_t len);
 bool content_is_spec(const struct content *c);
 void content_clean_tag(char *dst, size_t size, const char *src, size_t len);
 bool content_boot_ok(const char *s, const char *end);
+size_t content_put_token(char *buf, size_t size, size_t len,
+			 uint64_t token);
 size_t content_put_host(char *buf, size_t size, size_t len,
 			const struct host_id *h);
 
@@ -388,6 +391,10 @@ void hold_clear(struct pidlock *lock);
 /* check.c */
 int check_still_ours(struct pidlock *lock, bool everywhere);
 void check_learn(struct pidlock *lock);
+
+/* token.c */
+int token_take(struct pidlock *lock);
+int token_publish(struct pidlock *lock);
 void check_abandon(struct pidlock *lock);
 
 /* create.c */
