@@ -215,6 +215,9 @@ int pidlock_verify(struct pidlock *lock);
  * on a server that does not answer.  Since 1.4.0.  See
  * pidlock_check(3). */
 int pidlock_check(struct pidlock *lock, int timeout_ms);
+/** The variable pidlock(1) --token sets to the hold's fencing token for
+ * the command it runs. */
+#define PIDLOCK_TOKEN_ENV "PIDLOCK_TOKEN"
 /* The fencing token of the hold, with PIDLOCK_TOKEN: greater than every
  * earlier holder's of the path.  Since 1.4.0.  See pidlock_token(3). */
 int pidlock_token(const struct pidlock *lock, uint64_t *token);

@@ -46,8 +46,9 @@ static void token_name(const struct pidlock *lock, char *name, size_t size)
 	(void)snprintf(name, size, "%s#%016" PRIx64, TOKEN_PREFIX, h);
 }
 
-/* The counter's value: 0 where there is none yet; -EBADMSG for a value
- * that is not a decimal number of ours. */
+/* The counter's value: 0 where there is none yet; -ERANGE for a value
+ * that is not a decimal number below 2^64 (not the lock file's
+ * -EBADMSG: the file is not at fault). */
 static int token_read(const char *dir, const char *name, uint64_t *v)
 {
 	char buf[TOKEN_TEXT_MAX + 1];
@@ -58,12 +59,12 @@ static int token_read(const char *dir, const char *name, uint64_t *v)
 	if (n < 0)
 		return errno == ENODATA ? 0 : -errno;
 	if (n == 0 || n > 20)
-		return -EBADMSG;
+		return -ERANGE;
 	for (ssize_t i = 0; i < n; i++) {
 		unsigned d = (unsigned)(buf[i] - '0');
 
 		if (d > 9 || x > (UINT64_MAX - d) / 10)
-			return -EBADMSG;
+			return -ERANGE;
 		x = x * 10 + d;
 	}
 	*v = x;

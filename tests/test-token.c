@@ -174,7 +174,7 @@ START_TEST(token_bad_counter)
 
 	if (refused_without_xattrs(path))
 		return;
-	bad_counter(path, "user.pidlock.token.b.lock", "12x", -EBADMSG);
+	bad_counter(path, "user.pidlock.token.b.lock", "12x", -ERANGE);
 	bad_counter(path, "user.pidlock.token.b.lock",
 		    "18446744073709551615", -EOVERFLOW);
 	ck_assert_int_eq(removexattr(tu_dir(), "user.pidlock.token.b.lock"), 0);

@@ -48,6 +48,7 @@ enum {
 	OPT_LEGACY_TRUST_FILE,
 	OPT_CHECK,
 	OPT_LEASE,
+	OPT_TOKEN,
 };
 
 /* Modes an option is allowed in, as bits. */
@@ -130,6 +131,9 @@ struct optdef {
 "     --lease SECONDS          count the lock lost once the server has not\n" \
 "                              answered for SECONDS (below its own timeout);\n" \
 "                              checks every SECONDS/4 unless --check says\n" \
+"     --token                  a fencing token for this hold, greater than\n" \
+"                              every earlier holder's: PIDLOCK_TOKEN tells\n" \
+"                              the command\n" \
 "     --host-local             only this host uses the directory: lock where\n" \
 "                              locks exclude only this host (NFS nolock,\n" \
 "                              sshfs, ...), which is refused otherwise\n" \
@@ -503,6 +507,7 @@ static const struct optdef options[] = {
 	FLAG("fcntl-only", OPT_FCNTL_ONLY, PIDLOCK_OFD_ONLY),
 	ALIAS("fcntl", OPT_FCNTL_ONLY, no_argument),
 	FLAG("host-local", OPT_HOST_LOCAL, PIDLOCK_HOST_LOCAL),
+	FLAG("token", OPT_TOKEN, PIDLOCK_TOKEN),
 	CALL("stale", OPT_STALE, required_argument, set_stale, M_ALL),
 	CALL("check", OPT_CHECK, required_argument, set_check, M_RUN),
 	CALL("lease", OPT_LEASE, required_argument, set_lease, M_RUN),
@@ -645,6 +650,13 @@ static int check_combinations(const struct opts *o, const struct parser *p)
 		return usage_error("%s", "--flock-only and --fcntl-only exclude each other");
 	if (o->exec && o->close_fd)
 		return usage_error("%s", "--exec and --close exclude each other: the lock would end at exec");
+	if ((o->flags & PIDLOCK_TOKEN) && (o->flags & PIDLOCK_SHARED))
+		return usage_error("%s", "--token and --shared exclude each "
+				   "other: a token is one holder's");
+	if ((o->flags & PIDLOCK_TOKEN) && o->mode != MODE_RUN)
+		return usage_error("%s", "--token needs a lock file: a "
+				   "descriptor's lock outlives pidlock, and no "
+				   "token can be given for it");
 	if (o->exec && (o->check_ms || o->lease_ms))
 		return usage_error("%s", "--exec excludes --check and --lease: "
 				   "no pidlock process would be left to ask "

@@ -11,6 +11,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -497,6 +500,45 @@ static int take_lock(const struct opts *o, struct pidlock **lockp,
 	return r;
 }
 
+/* --token: the counter's own errors, said as such (pidlock_token(3));
+ * true if err was one. */
+static bool token_error(const struct opts *o, int err)
+{
+	const char *why = err == ERANGE ? "holds something other than a number"
+			: err == EOVERFLOW ? "is at its largest value"
+			: err == EOPNOTSUPP ? "cannot be kept: the file system has "
+					      "no user extended attributes"
+			: NULL;
+
+	if (!why)
+		return false;
+	warn_file(o->lockfile, "the fencing token's counter (the attribute "
+		  "user.pidlock.token.NAME of the lock's directory) %s; the "
+		  "command was not run", why);
+	return true;
+}
+
+/* --token: the hold's fencing token, for the command to send with its
+ * writes (pidlock_token(3)).  0, or the exit status. */
+static int export_token(const struct opts *o, struct pidlock *lock)
+{
+	char text[24];
+	uint64_t token;
+	int r;
+
+	if (!(o->flags & PIDLOCK_TOKEN))
+		return 0;
+	r = pidlock_token(lock, &token);
+	if (r == 0) {
+		(void)snprintf(text, sizeof(text), "%" PRIu64, token);
+		r = setenv(PIDLOCK_TOKEN_ENV, text, 1) < 0 ? -errno : 0;
+	}
+	if (r == 0)
+		return 0;
+	warn_path(o->lockfile, -r);
+	return EX_OSERR;
+}
+
 int cmd_run(const struct opts *o)
 {
 	struct pidlock_slots *set;
@@ -505,10 +547,18 @@ int cmd_run(const struct opts *o)
 
 	if (r < 0 && o->slots)
 		return slots_fail(o, -r);
+	if (r < 0 && (o->flags & PIDLOCK_TOKEN) && token_error(o, -r))
+		return EX_OSERR;
 	if (r < 0)
 		return fail_acquire(o->lockfile, -r);
 	if (r > 0)
 		return o->quiet ? 0 : o->conflict_code;
+	r = export_token(o, lock);
+	if (r != 0) {
+		(void)pidlock_release(lock);
+		free_lock(lock, set);
+		return r;
+	}
 	if (o->exec)
 		return exec_locked(o, lock, set);
 	r = run_child(o, lock);
