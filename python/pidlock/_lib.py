@@ -113,6 +113,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "pidlock_set_grace": (ctypes.c_int, [_Handle, ctypes.c_uint]),
         "pidlock_set_lease": (ctypes.c_int, [_Handle, ctypes.c_uint]),
         "pidlock_check": (ctypes.c_int, [_Handle, ctypes.c_int]),
+        "pidlock_token": (ctypes.c_int, [_Handle,
+                                         ctypes.POINTER(ctypes.c_uint64)]),
         "pidlock_acquire": (ctypes.c_int, [_Handle, ctypes.c_int]),
         "pidlock_acquire_async": (ctypes.c_int, [_Handle, int_p, int_p]),
         "pidlock_release": (ctypes.c_int, [_Handle]),

@@ -278,6 +278,21 @@ class Lock(_lib.Owner):
             if rc < 0:
                 raise_for(rc, self._path)
 
+    @property
+    def token(self) -> Optional[int]:
+        """The fencing token of the hold (Flags.TOKEN): greater than every
+        earlier holder's of the path, to send with each write to a
+        resource that refuses smaller ones.  None when nothing is held or
+        the Lock was made without Flags.TOKEN."""
+        value = ctypes.c_uint64(0)
+        with self._guard:
+            rc = _lib.lib.pidlock_token(self._live(), ctypes.byref(value))
+        if rc in (-errno.ENOLCK, -errno.EINVAL):
+            return None
+        if rc < 0:
+            raise_for(rc, self._path)
+        return int(value.value)
+
     def check(self, timeout: Optional[float] = 1.0) -> bool:
         """Whether the lock is still this Lock's where it counts.
 

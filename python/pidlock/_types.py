@@ -60,6 +60,10 @@ class Flags(enum.IntFlag):
     #: leaves it whole (the default up to 1.3.0, which refuses the flag:
     #: OSError EINVAL).
     SYNC = 1 << 9
+    #: A fencing token for each grant, greater than every earlier
+    #: holder's of the path (Lock.token; pidlock_token(3)).  Not with
+    #: SHARED.  1.4.0 and later.
+    TOKEN = 1 << 10
 
 
 class Kind(enum.IntFlag):

@@ -13,6 +13,7 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 import time
 
 import pytest
@@ -90,3 +91,37 @@ def test_async_check(lockpath):
             return await lock.check(0.5)
 
     assert asyncio.run(main()) is True
+
+
+def test_token_increases(lockpath):
+    try:
+        os.setxattr(os.path.dirname(lockpath), "user.t", b"1")
+    except OSError:
+        pytest.skip("no user xattrs here (tests/test-token checks the refusal)")
+    seen = []
+    for _ in range(3):
+        with pidlock.Lock(lockpath, flags=pidlock.Flags.TOKEN) as lock:
+            seen.append(lock.token)
+            assert f"token={lock.token}\n" in open(lockpath).read()
+    assert seen == sorted(set(seen)) and seen[0] >= 1
+    with pidlock.Lock(lockpath) as lock:
+        assert lock.token is None
+
+
+def test_fenced_store_refuses_a_stale_token(tmp_path):
+    """doc/examples/fenced_store.py: a late write of an earlier holder is
+    refused once a later holder has written."""
+    tool = os.path.join(os.path.dirname(__file__), "..", "..", "doc",
+                        "examples", "fenced_store.py")
+    data = str(tmp_path / "data")
+
+    def put(token: int, text: str) -> int:
+        return subprocess.run([sys.executable, tool, data, str(token), text]
+                              ).returncode
+
+    assert put(4, "old holder") == 0
+    assert put(5, "new holder") == 0
+    assert put(4, "old holder, late") == 1
+    assert put(5, "new holder again") == 0
+    assert open(data).read().split("\n")[:-1] == [
+        "old holder", "new holder", "new holder again"]
