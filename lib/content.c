@@ -96,13 +96,16 @@ size_t content_format(char *buf, size_t size, pid_t pid, int64_t now,
  * per pid (a fork may be in a new one).
  */
 /* token=N: the hold's fencing token, for people and resources that
- * read the record (token.c). */
+ * read the record (token.c).  After the host lines, and only where it
+ * fits the record's room (RECORD_ROOM, with its empty line): a record
+ * with a tag of some 200 bytes or more goes without it (the token is
+ * the API's and PIDLOCK_TOKEN's all the same). */
 size_t content_put_token(char *buf, size_t size, size_t len,
 			 uint64_t token)
 {
 	char *p = buf + len;
 
-	if (!token || size < CONTENT_BUF_MAX || len > CONTENT_BUF_MAX - 168)
+	if (!token || size < CONTENT_BUF_MAX || len + 27 > CONTENT_BUF_MAX - 11)
 		return len;
 	p = put_str(p, "token=");
 	p = put_u64(p, token);

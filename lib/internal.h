@@ -20,7 +20,7 @@
 /* Bounded read of a lock file: a record of ours is far shorter. */
 #define CONTENT_READ_MAX 4096
 /* Room for our own record: plain pid, pid, timestamp, tag, marker. */
-#define CONTENT_BUF_MAX (PIDLOCK_TAG_MAX + 288)
+#define CONTENT_BUF_MAX (PIDLOCK_TAG_MAX + 256)
 /* Upper bound of pidlock_set_grace(). */
 #define PIDLOCK_GRACE_MAX_MS 10000U
 /* While waiting out the grace period without inotify, look this often. */

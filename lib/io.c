@@ -339,9 +339,9 @@ int io_write_record(struct pidlock *lock, int fd, pid_t pid, bool keep,
 	struct io_old over = *old;
 	int r;
 
+	len = content_put_host(lock->buf, sizeof(lock->buf), len, host_self());
 	len = content_put_token(lock->buf, sizeof(lock->buf), len,
 				lock->hold.token);
-	len = content_put_host(lock->buf, sizeof(lock->buf), len, host_self());
 	if (lock->set.shared && !over.head && over.size < SHARED_RECORD_LEN)
 		over.size = SHARED_RECORD_LEN;
 	if (lock->set.shared && over.head)

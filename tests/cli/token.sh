@@ -25,7 +25,7 @@ done
 pass "five runs: tokens strictly increasing, ending at $last"
 
 # The command runs with the lock held and the record names the token.
-"$PIDLOCK" --token t.lock sh -c 'grep -qx "token=$PIDLOCK_TOKEN" t.lock' ||
+"$PIDLOCK" --token t.lock sh -c 'grep -q "^token=$PIDLOCK_TOKEN *$" t.lock' ||
 	fail "the record does not name the command's token"
 pass "the record's token= line is the command's PIDLOCK_TOKEN"
 

@@ -20,18 +20,43 @@
 # was killed and the dead mount lazily unmounted (check-distributed's
 # killclient part); the server must be up.  Exit 0 when the mount is
 # up and sees what the other mount makes, 1 otherwise.
+#
+# make check-partition (partition.sh) runs the server and each client in
+# a network namespace of its own: GLUSTER_NETNS_SERVER, GLUSTER_NETNS_A
+# and GLUSTER_NETNS_B name them (ip netns), GLUSTER_HOST is the server's
+# address there, and GLUSTER_VOLUME_SET "KEY VALUE" is set on the volume
+# before its start (network.ping-timeout).  The mounts stay in this mount
+# namespace: only the processes' network is another.
 set -u
 
 DIR=${1:?usage: gluster-up.sh DIR [remount M]}
 VOL=pidlockdist
 # glusterd refuses 127.0.0.1 and localhost as a brick's host.
-HOST=127.0.0.2
+HOST=${GLUSTER_HOST:-127.0.0.2}
 PORT=24007
+
+# in_netns NS COMMAND...: COMMAND in network namespace NS ("" for ours).
+in_netns() {
+	ns=$1
+	shift
+	if [ -n "$ns" ]; then
+		nsenter --net="/run/netns/$ns" "$@"
+	else
+		"$@"
+	fi
+}
+client_netns() {
+	case $1 in
+	a) echo "${GLUSTER_NETNS_A:-}" ;;
+	*) echo "${GLUSTER_NETNS_B:-}" ;;
+	esac
+}
 
 skip() { echo "gluster-up: SKIP: $*" >&2; exit 77; }
 fail() { echo "gluster-up: $*" >&2; exit 1; }
 
 mount_client() {	# m: the FUSE client of DIR/m, one "host"
+	in_netns "$(client_netns "$1")" \
 	glusterfs --volfile-server="$HOST" --volfile-id="$VOL" \
 		--pid-file="$DIR/run/client-$1.pid" -l "$DIR/log/client-$1.log" \
 		"$DIR/$1" || fail "mount $1: $(tail -3 "$DIR/log/client-$1.log")"
@@ -71,7 +96,7 @@ done
 grep -qw fuse /proc/filesystems || modprobe fuse 2>/dev/null ||
 	skip "the kernel has no FUSE"
 # Another glusterd (the system's) would own the port on every address.
-if command -v ss >/dev/null 2>&1 &&
+if [ -z "${GLUSTER_NETNS_SERVER:-}" ] && command -v ss >/dev/null 2>&1 &&
    ss -Hltn "sport = :$PORT" 2>/dev/null | grep -q .; then
 	skip "port $PORT is in use (a glusterd of the system?)"
 fi
@@ -93,6 +118,8 @@ end-volume
 VOL
 
 # -N: in the foreground, so that its pid is ours to stop.
+# (nsenter without --fork execs it: $! is glusterd.)
+${GLUSTER_NETNS_SERVER:+nsenter --net=/run/netns/$GLUSTER_NETNS_SERVER} \
 glusterd -N -f "$DIR/glusterd.vol" -p "$DIR/run/glusterd.pid" \
 	-l "$DIR/log/glusterd.log" >"$DIR/log/glusterd.out" 2>&1 &
 echo $! >"$DIR/glusterd.pid"
@@ -113,6 +140,11 @@ done
 # rather not have.
 cli volume create "$VOL" "$HOST:$DIR/brick" force >"$DIR/log/create" 2>&1 ||
 	fail "volume create: $(cat "$DIR/log/create")"
+if [ -n "${GLUSTER_VOLUME_SET:-}" ]; then
+	# shellcheck disable=SC2086 # "KEY VALUE", two words
+	cli volume set "$VOL" $GLUSTER_VOLUME_SET >"$DIR/log/set" 2>&1 ||
+		fail "volume set $GLUSTER_VOLUME_SET: $(cat "$DIR/log/set")"
+fi
 cli volume start "$VOL" >"$DIR/log/start" 2>&1 ||
 	fail "volume start: $(cat "$DIR/log/start")"
 for m in a b; do

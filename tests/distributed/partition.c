@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The library's side of make check-partition (partition.sh): a holder
+ * on the client that the network cuts off, and a waiter on the client
+ * that stays.  Both work only while pidlock_check() says the lock is
+ * theirs, and every piece of work goes to a resource that refuses a
+ * stale fencing token (the logic of doc/examples/fenced_store.py): a
+ * local file both can reach, as a database server reachable from both
+ * hosts would be.
+ *
+ *   partition holder PATH RESOURCE LEASE_MS SECONDS
+ *   partition waiter PATH RESOURCE SECONDS
+ *
+ * The holder takes PATH with PIDLOCK_TOKEN (and a lease, unless
+ * LEASE_MS is 0), then for SECONDS: every 200 ms, a pidlock_check()
+ * bounded at 500 ms, and a write when it says 0.  The waiter takes the
+ * lock (waiting without a limit), then works as the holder does for
+ * SECONDS and releases.  Each prints one line per event on stdout:
+ *
+ *   T_MS WHO EVENT [VALUE [MS]]
+ *
+ * T_MS is CLOCK_REALTIME in ms (both run on this host), EVENT one of
+ * held (VALUE: the token), check (VALUE: its result, MS: how long it
+ * took), wrote, refused (the resource's verdict on a write), release
+ * (VALUE: its result).  partition.sh reads them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pidlock.h"
+
+#define ROUND_MS 200
+#define CHECK_MS 500
+
+static const char *who;
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void say(const char *event, long long value, long long ms)
+{
+	printf("%lld %s %s %lld %lld\n", now_ms(), who, event, value, ms);
+	fflush(stdout);
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/*
+ * The fenced resource: RESOURCE.token holds the greatest token taken,
+ * and a write with a smaller one is refused.  1 taken, 0 refused.
+ */
+static int fenced_write(const char *resource, uint64_t token)
+{
+	char path[4096], seen[32] = "";
+	unsigned long long last = 0;
+	int fd, data, taken = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s.token", resource);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+		perror(path);
+		exit(2);
+	}
+	n = pread(fd, seen, sizeof(seen) - 1, 0);
+	if (n > 0)
+		last = strtoull(seen, NULL, 10);
+	if (token >= last) {
+		data = open(resource, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+			    0644);
+		if (data < 0 || dprintf(data, "%lld %s %" PRIu64 "\n",
+					now_ms(), who, token) < 0) {
+			perror(resource);
+			exit(2);
+		}
+		close(data);
+		n = snprintf(seen, sizeof(seen), "%-20" PRIu64 "\n", token);
+		if (pwrite(fd, seen, (size_t)n, 0) != n) {
+			perror(path);
+			exit(2);
+		}
+		taken = 1;
+	}
+	close(fd);
+	return taken;
+}
+
+/* SECONDS of work, each round only if the check says the lock is ours. */
+static void work(struct pidlock *l, const char *resource, uint64_t token,
+		 long long seconds)
+{
+	long long end = now_ms() + seconds * 1000;
+
+	while (now_ms() < end) {
+		long long t0 = now_ms();
+		int r = pidlock_check(l, CHECK_MS);
+
+		say("check", r, now_ms() - t0);
+		if (r == 0)
+			say(fenced_write(resource, token) ? "wrote" : "refused",
+			    (long long)token, 0);
+		pause_ms(ROUND_MS);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct pidlock *l;
+	uint64_t token = 0;
+	bool holder;
+	int r;
+
+	if (argc < 5 || (strcmp(argv[1], "holder") && strcmp(argv[1], "waiter"))) {
+		fprintf(stderr, "usage: partition holder PATH RESOURCE LEASE_MS "
+			"SECONDS | waiter PATH RESOURCE SECONDS\n");
+		return 64;
+	}
+	holder = strcmp(argv[1], "holder") == 0;
+	who = holder ? "A" : "B";
+	if (pidlock_new(&l, argv[2], PIDLOCK_TOKEN) < 0)
+		return 2;
+	if (holder && argc > 5 && atoi(argv[4]) > 0 &&
+	    pidlock_set_lease(l, (unsigned int)atoi(argv[4])) < 0)
+		return 2;
+	r = pidlock_acquire(l, holder ? 10000 : -1);
+	if (r < 0) {
+		fprintf(stderr, "%s: acquire: %s\n", who, strerror(-r));
+		return 2;
+	}
+	if (pidlock_token(l, &token) < 0)
+		return 2;
+	say("held", (long long)token, 0);
+	work(l, argv[3], token, atoll(holder ? argv[5] : argv[4]));
+	r = pidlock_release(l);
+	say("release", r, 0);
+	pidlock_free(l);
+	return 0;
+}
