@@ -24,8 +24,9 @@
 # make check-partition (partition.sh) runs the server and each client in
 # a network namespace of its own: GLUSTER_NETNS_SERVER, GLUSTER_NETNS_A
 # and GLUSTER_NETNS_B name them (ip netns), GLUSTER_HOST is the server's
-# address there, and GLUSTER_VOLUME_SET "KEY VALUE" is set on the volume
-# before its start (network.ping-timeout).  The mounts stay in this mount
+# address there, and GLUSTER_VOLUME_SET "KEY VALUE;KEY VALUE..." is set
+# on the volume before its start (network.ping-timeout and the brick's
+# keepalive, which decide when each side gives the other up).  The mounts stay in this mount
 # namespace: only the processes' network is another.
 set -u
 
@@ -140,11 +141,16 @@ done
 # rather not have.
 cli volume create "$VOL" "$HOST:$DIR/brick" force >"$DIR/log/create" 2>&1 ||
 	fail "volume create: $(cat "$DIR/log/create")"
-if [ -n "${GLUSTER_VOLUME_SET:-}" ]; then
-	# shellcheck disable=SC2086 # "KEY VALUE", two words
-	cli volume set "$VOL" $GLUSTER_VOLUME_SET >"$DIR/log/set" 2>&1 ||
-		fail "volume set $GLUSTER_VOLUME_SET: $(cat "$DIR/log/set")"
-fi
+# GLUSTER_VOLUME_SET: "KEY VALUE;KEY VALUE...", each set in turn.
+old_ifs=$IFS
+IFS=';'
+for kv in ${GLUSTER_VOLUME_SET:-}; do
+	IFS=$old_ifs
+	# shellcheck disable=SC2086 # "KEY VALUE": two words
+	cli volume set "$VOL" $kv >"$DIR/log/set" 2>&1 ||
+		fail "volume set $kv: $(cat "$DIR/log/set")"
+done
+IFS=$old_ifs
 cli volume start "$VOL" >"$DIR/log/start" 2>&1 ||
 	fail "volume start: $(cat "$DIR/log/start")"
 for m in a b; do

@@ -9,13 +9,17 @@
  * hosts would be.
  *
  *   partition holder PATH RESOURCE LEASE_MS SECONDS
+ *   partition verifier PATH RESOURCE LEASE_MS SECONDS
  *   partition waiter PATH RESOURCE SECONDS
  *
  * The holder takes PATH with PIDLOCK_TOKEN (and a lease, unless
  * LEASE_MS is 0), then for SECONDS: every 200 ms, a pidlock_check()
  * bounded at 500 ms, and a write when it says 0.  The waiter takes the
  * lock (waiting without a limit), then works as the holder does for
- * SECONDS and releases.  Each prints one line per event on stdout:
+ * SECONDS and releases.  The verifier is a holder that asks
+ * pidlock_verify() instead, as a holder could before pidlock_check():
+ * the "before" of the partition's timeline.  Each prints one line per
+ * event on stdout:
  *
  *   T_MS WHO EVENT [VALUE [MS]]
  *
@@ -105,6 +109,16 @@ static int fenced_write(const char *resource, uint64_t token)
 	return taken;
 }
 
+/* The question a round asks: pidlock_check(), or, for the "verifier"
+ * (what a holder could ask before pidlock_check() existed),
+ * pidlock_verify(), which asks the path only and has no bound. */
+static bool by_verify;
+
+static int ask(struct pidlock *l)
+{
+	return by_verify ? pidlock_verify(l) : pidlock_check(l, CHECK_MS);
+}
+
 /* SECONDS of work, each round only if the check says the lock is ours. */
 static void work(struct pidlock *l, const char *resource, uint64_t token,
 		 long long seconds)
@@ -113,7 +127,7 @@ static void work(struct pidlock *l, const char *resource, uint64_t token,
 
 	while (now_ms() < end) {
 		long long t0 = now_ms();
-		int r = pidlock_check(l, CHECK_MS);
+		int r = ask(l);
 
 		say("check", r, now_ms() - t0);
 		if (r == 0)
@@ -130,12 +144,15 @@ int main(int argc, char **argv)
 	bool holder;
 	int r;
 
-	if (argc < 5 || (strcmp(argv[1], "holder") && strcmp(argv[1], "waiter"))) {
-		fprintf(stderr, "usage: partition holder PATH RESOURCE LEASE_MS "
-			"SECONDS | waiter PATH RESOURCE SECONDS\n");
+	if (argc < 5 || (strcmp(argv[1], "holder") &&
+			 strcmp(argv[1], "verifier") &&
+			 strcmp(argv[1], "waiter"))) {
+		fprintf(stderr, "usage: partition holder|verifier PATH RESOURCE "
+			"LEASE_MS SECONDS | waiter PATH RESOURCE SECONDS\n");
 		return 64;
 	}
-	holder = strcmp(argv[1], "holder") == 0;
+	by_verify = strcmp(argv[1], "verifier") == 0;
+	holder = strcmp(argv[1], "waiter") != 0;
 	who = holder ? "A" : "B";
 	if (pidlock_new(&l, argv[2], PIDLOCK_TOKEN) < 0)
 		return 2;

@@ -25,10 +25,14 @@
 #      token is greater than A's.
 #
 # Environment:
-#   PART_VARIANTS  any of: short (network.ping-timeout 10, lease 6 s,
-#                  heal at +30 s) stock (Gluster's defaults, 42 s, lease
-#                  30 s, heal at +70 s) nolease (the short volume, no
-#                  lease); default: short nolease
+#   PART_VARIANTS  any of: short (network.ping-timeout 10, the brick's
+#                  keepalive shortened to give a client up after some
+#                  13 s; lease 6 s; heal at +20 s), nolease (the short
+#                  volume, no lease), stock (Gluster's defaults: 42 s;
+#                  lease 30 s; heal at +70 s), before (the short volume,
+#                  A asking pidlock_verify(): it must be seen believing
+#                  after B's grant, and the tokens must still refuse its
+#                  late writes); default: short nolease before
 #   PART_KEEP      a directory to copy the logs to
 #
 # Exit 0 when every variant passed, 1 when one failed, 77 when this
@@ -38,7 +42,7 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(pwd)
-VARIANTS=${PART_VARIANTS:-short nolease}
+VARIANTS=${PART_VARIANTS:-short nolease before}
 
 skip() { echo "partition: SKIP: $*" >&2; exit 77; }
 die() { echo "partition: $*" >&2; exit 99; }
@@ -49,6 +53,8 @@ PATH="$PATH:/usr/sbin:/sbin"
 for t in ip nsenter glusterd glusterfs; do
 	command -v "$t" >/dev/null 2>&1 || skip "$t not installed"
 done
+# Namespaces of our own: refused in some containers.
+unshare -n true 2>/dev/null || skip "cannot make a network namespace here"
 PROG="$top/tests/distributed/partition"
 [ -x "$PROG" ] || die "$PROG is not built (make tests/distributed/partition)"
 if [ -x "$top/tests/distributed/.libs/partition" ]; then
@@ -116,15 +122,16 @@ heal() {
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-# variant NAME PING_TIMEOUT LEASE_MS HEAL_AFTER: one run, judged.
+# variant NAME SETTINGS LEASE_MS HEAL_AFTER: one run, judged.  SETTINGS:
+# the volume's, "KEY VALUE;..." ("" for Gluster's own).
 variant() {
-	name=$1 ping=$2 lease=$3 heal_after=$4
+	name=$1 settings=$2 lease=$3 heal_after=$4 role=${5:-holder}
 	VOLDIR="$WORK/vol-$name"
 	log="$WORK/logs/$name"
-	echo "partition: $name: network.ping-timeout $ping, lease ${lease} ms, heal at +$heal_after s"
+	echo "partition: $name: ${settings:-stock settings}; lease ${lease} ms; heal at +$heal_after s"
 	netns_up || { echo "partition: $name: cannot make the namespaces"; return 1; }
 	GLUSTER_NETNS_SERVER="$NS"s GLUSTER_NETNS_A="$NS"a GLUSTER_NETNS_B="$NS"b \
-	GLUSTER_HOST=10.231.0.1 GLUSTER_VOLUME_SET="network.ping-timeout $ping" \
+	GLUSTER_HOST=10.231.0.1 GLUSTER_VOLUME_SET="$settings" \
 		sh "$here/gluster-up.sh" "$VOLDIR" || {
 		rc=$?
 		[ $rc -eq 77 ] && exit 77
@@ -132,8 +139,8 @@ variant() {
 		return 1
 	}
 	res="$WORK/resource-$name"
-	secs=$((heal_after + 25))
-	"$PROG" holder "$VOLDIR/a/p.lock" "$res" "$lease" "$secs" >"$log.a" 2>&1 &
+	secs=$((heal_after + 15))
+	"$PROG" "$role" "$VOLDIR/a/p.lock" "$res" "$lease" "$secs" >"$log.a" 2>&1 &
 	pa=$!
 	i=0
 	until grep -q ' held ' "$log.a" 2>/dev/null; do
@@ -141,7 +148,8 @@ variant() {
 		[ $i -le 100 ] || { echo "partition: $name: A did not get the lock"; return 1; }
 		sleep 0.1
 	done
-	"$PROG" waiter "$VOLDIR/b/p.lock" "$res" 8 >"$log.b" 2>&1 &
+	# B holds past the heal: A comes back while B still holds.
+	"$PROG" waiter "$VOLDIR/b/p.lock" "$res" $((heal_after + 12)) >"$log.b" 2>&1 &
 	pb=$!
 	sleep 3
 	t_cut=$(now_ms)
@@ -161,15 +169,15 @@ variant() {
 	sh "$here/gluster-down.sh" "$VOLDIR"
 	VOLDIR=
 	netns_down
-	judge "$name" "$log" "$res" "$t_cut" "$t_heal" "$lease" "$ra" "$rb"
+	judge "$name" "$log" "$res" "$t_cut" "$t_heal" "$lease" "$ra" "$rb" "$role"
 }
 
 # The verdicts, from the two logs and the resource.
 judge() {
-	name=$1 log=$2 res=$3 t_cut=$4 t_heal=$5 lease=$6 ra=$7 rb=$8
+	name=$1 log=$2 res=$3 t_cut=$4 t_heal=$5 lease=$6 ra=$7 rb=$8 role=$9
 	sort -n "$log.a" "$log.b" >"$log.all"
 	awk -v cut="$t_cut" -v heal="$t_heal" -v lease="$lease" -v name="$name" \
-	    -v ra="$ra" -v rb="$rb" '
+	    -v ra="$ra" -v rb="$rb" -v role="$role" '
 	function rel(t) { return sprintf("%+.1f s", (t - cut) / 1000) }
 	$2 == "A" && $3 == "held" { atok = $4 }
 	$2 == "B" && $3 == "held" { bgrant = $1; btok = $4
@@ -191,6 +199,15 @@ judge() {
 	END {
 		printf "  %s  the cut;  %s  the heal\n", rel(cut), rel(heal)
 		printf "  A: last check saying 0 after the cut at %s; longest check %d ms; A refused by the resource %d times; release %d\n", lastok ? rel(lastok) : "-", maxms, refused, arel
+		if (role == "verifier") {
+			# The before: pidlock_verify() believes after the grant,
+			# and only the tokens keep A'"'"'s late writes out.
+			printf "  A (pidlock_verify): %d rounds believed it held after B'"'"'s grant; the resource refused %d of its writes, took %d after B'"'"'s first\n", believed, refused, late
+			bad = !(bgrant && believed > 0 && !late && btok > atok)
+			if (bad) print "  FAIL: the harness did not see the verifier believe, or the tokens let a late write in"
+			printf "partition: %s: %s\n", name, bad ? "FAIL" : "ok (the failure it must show)"
+			exit bad
+		}
 		bad = 0
 		if (ra != 0 || rb != 0) { print "  FAIL: A exited " ra ", B " rb; bad = 1 }
 		if (!bgrant) { print "  FAIL: B never held"; bad = 1 }
@@ -205,12 +222,19 @@ judge() {
 	}' "$log.all"
 }
 
+# The short volume: the client gives the server up after 10 s of
+# silence (network.ping-timeout), the brick the client after some 13 s
+# (keepalive probes from 4 s idle, every second, 9 of them; stock: 20 s,
+# 2 s, some 42 s in all).
+SHORT="network.ping-timeout 10;server.keepalive-time 4;server.keepalive-interval 1;server.tcp-user-timeout 10"
+
 status=0
 for v in $VARIANTS; do
 	case $v in
-	short) variant short 10 6000 30 || status=1 ;;
-	nolease) variant nolease 10 0 30 || status=1 ;;
-	stock) variant stock 42 30000 70 || status=1 ;;
+	short) variant short "$SHORT" 6000 20 || status=1 ;;
+	nolease) variant nolease "$SHORT" 0 20 || status=1 ;;
+	stock) variant stock "" 30000 70 || status=1 ;;
+	before) variant before "$SHORT" 0 20 verifier || status=1 ;;
 	*) die "unknown variant $v (short, nolease, stock)" ;;
 	esac
 done
