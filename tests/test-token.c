@@ -35,6 +35,7 @@
 #include "testutil.h"
 
 #define ROUNDS 15
+#define TAKEN 30	/* 2 x ROUNDS */
 
 /* Does the test directory keep user xattrs?  If not, an acquire with a
  * token must fail, and leave nothing. */
@@ -88,7 +89,7 @@ static uint64_t take_one(const char *path)
 START_TEST(tokens_increase)
 {
 	char *path = tu_path("t.lock");
-	uint64_t seen[2 * ROUNDS], last = 0;
+	uint64_t seen[TAKEN], last = 0;
 	int p[2], n = 0;
 	pid_t child;
 
@@ -109,11 +110,11 @@ START_TEST(tokens_increase)
 	ck_assert_int_eq(close(p[1]), 0);
 	for (int i = 0; i < ROUNDS; i++)
 		seen[n++] = take_one(path);
-	while (n < 2 * ROUNDS &&
+	while (n < TAKEN &&
 	       read(p[0], &seen[n], sizeof(seen[n])) == sizeof(seen[n]))
 		n++;
 	ck_assert_int_eq(tu_reap(child), 0);
-	ck_assert_int_eq(n, 2 * ROUNDS);
+	ck_assert_int_eq(n, TAKEN);
 	/* Distinct, whoever took them: sorted, each greater than the last. */
 	for (int i = 0; i < n; i++)
 		for (int j = i + 1; j < n; j++)

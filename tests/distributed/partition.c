@@ -144,9 +144,9 @@ int main(int argc, char **argv)
 	bool holder;
 	int r;
 
-	if (argc < 5 || (strcmp(argv[1], "holder") &&
-			 strcmp(argv[1], "verifier") &&
-			 strcmp(argv[1], "waiter"))) {
+	if (argc < 5 || (strcmp(argv[1], "holder") != 0 &&
+			 strcmp(argv[1], "verifier") != 0 &&
+			 strcmp(argv[1], "waiter") != 0)) {
 		fprintf(stderr, "usage: partition holder|verifier PATH RESOURCE "
 			"LEASE_MS SECONDS | waiter PATH RESOURCE SECONDS\n");
 		return 64;
