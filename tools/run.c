@@ -522,7 +522,6 @@ static bool token_error(const struct opts *o, int err)
  * writes (pidlock_token(3)).  0, or the exit status. */
 static int export_token(const struct opts *o, struct pidlock *lock)
 {
-	char text[24];
 	uint64_t token;
 	int r;
 
@@ -530,6 +529,8 @@ static int export_token(const struct opts *o, struct pidlock *lock)
 		return 0;
 	r = pidlock_token(lock, &token);
 	if (r == 0) {
+		char text[24];
+
 		(void)snprintf(text, sizeof(text), "%" PRIu64, token);
 		r = setenv(PIDLOCK_TOKEN_ENV, text, 1) < 0 ? -errno : 0;
 	}

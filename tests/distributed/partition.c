@@ -77,7 +77,7 @@ static int fenced_write(const char *resource, uint64_t token)
 {
 	char path[4096], seen[32] = "";
 	unsigned long long last = 0;
-	int fd, data, taken = 0;
+	int fd, taken = 0;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "%s.token", resource);
@@ -90,7 +90,7 @@ static int fenced_write(const char *resource, uint64_t token)
 	if (n > 0)
 		last = strtoull(seen, NULL, 10);
 	if (token >= last) {
-		data = open(resource, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+		int data = open(resource, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
 			    0644);
 		if (data < 0 || dprintf(data, "%lld %s %" PRIu64 "\n",
 					now_ms(), who, token) < 0) {
