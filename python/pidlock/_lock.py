@@ -237,10 +237,7 @@ class Lock(_lib.Owner):
                 self._debug(_log.ATTEMPT_RELEASE)
                 self._site = self._site_frame = None
                 rc = _let_go(handle, self._owner)
-                # -ENOLCK from a lock found lost: the descriptor is
-                # closed all the same.
-                if rc not in (-errno.EINVAL, -errno.ENOLCK) or \
-                        not _lib.held(handle):
+                if rc not in (-errno.EINVAL, -errno.ENOLCK):
                     self._owner = None
                 if rc == 0:
                     self._debug(_log.RELEASED)

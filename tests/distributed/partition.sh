@@ -32,7 +32,10 @@
 #                  lease 30 s; heal at +70 s), before (the short volume,
 #                  A asking pidlock_verify(): it must be seen believing
 #                  after B's grant, and the tokens must still refuse its
-#                  late writes); default: short nolease before
+#                  late writes), ping10 (network.ping-timeout 10 alone,
+#                  which leaves the brick's 42 s; lease 6 s; heal at
+#                  +50 s), before-stock (before on the stock volume,
+#                  heal at +70 s); default: short nolease before
 #   PART_KEEP      a directory to copy the logs to
 #
 # Exit 0 when every variant passed, 1 when one failed, 77 when this
@@ -235,7 +238,9 @@ for v in $VARIANTS; do
 	nolease) variant nolease "$SHORT" 0 20 || status=1 ;;
 	stock) variant stock "" 30000 70 || status=1 ;;
 	before) variant before "$SHORT" 0 20 verifier || status=1 ;;
-	*) die "unknown variant $v (short, nolease, stock)" ;;
+	ping10) variant ping10 "network.ping-timeout 10" 6000 50 || status=1 ;;
+	before-stock) variant before-stock "" 0 70 verifier || status=1 ;;
+	*) die "unknown variant $v (short, nolease, before, stock, ping10, before-stock)" ;;
 	esac
 done
 exit $status
