@@ -121,9 +121,9 @@ struct optdef {
 "     --fcntl-only, --fcntl    take only the fcntl(2) lock\n" \
 "     --stale SECONDS          stale timeout for spec-only holders (default %u)\n"
 
-/* In two pieces: one string literal of over 4095 bytes is more than C99
- * promises to support (clang -Woverlength-strings). */
-#define HELP_TEXT_MORE \
+/* In three pieces: one string literal of over 4095 bytes is more than
+ * C99 promises to support (clang -Woverlength-strings). */
+#define HELP_TEXT_SHARED \
 "     --check SECONDS          while the command runs, ask every SECONDS whether\n" \
 "                              the lock is still ours (a shared file system's\n" \
 "                              server may give it away); lost: TERM the\n" \
@@ -133,7 +133,9 @@ struct optdef {
 "                              checks every SECONDS/4 unless --check says\n" \
 "     --token                  a fencing token for this hold, greater than\n" \
 "                              every earlier holder's: PIDLOCK_TOKEN tells\n" \
-"                              the command\n" \
+"                              the command\n"
+
+#define HELP_TEXT_MORE \
 "     --host-local             only this host uses the directory: lock where\n" \
 "                              locks exclude only this host (NFS nolock,\n" \
 "                              sshfs, ...), which is refused otherwise\n" \
@@ -212,6 +214,7 @@ static void usage(void)
 	for (size_t i = 0; i < sizeof(synopsis) / sizeof(synopsis[0]); i++)
 		out(stdout, " %s %s\n", program_name, synopsis[i]);
 	out(stdout, HELP_TEXT, PIDLOCK_DEFAULT_STALE_SEC);
+	out(stdout, "%s", HELP_TEXT_SHARED);
 	out(stdout, "%s", HELP_TEXT_MORE);
 }
 
