@@ -122,7 +122,7 @@ static bool remote(const struct pidlock *lock);
  * 0 the lock is ours, -ENOLCK it is not, -errno the question failed.
  * fd is a descriptor of our open file description.
  */
-static int ask(struct pidlock *lock, int fd)
+static int ask(struct pidlock *lock, int fd, bool record)
 {
 	struct stat st;
 	int r;
@@ -142,7 +142,7 @@ static int ask(struct pidlock *lock, int fd)
 		else if (r < 0)
 			r = lost_errno(-r);
 	}
-	if (r == 0 && remote(lock))
+	if (r == 0 && record && remote(lock))
 		r = record_ours(lock, fd);
 	return r;
 }
@@ -186,7 +186,11 @@ static int settle(struct pidlock *lock, int r, int64_t asked)
 
 /*
  * The write guard of refresh and release: the questions, put here and
- * now (a write hangs on an unanswering server anyway).  A release asks
+ * now (a write hangs on an unanswering server anyway), but the record's:
+ * a record changed under locks that are ours again (our re-take got
+ * them) is a lockless writer's or a dead holder's, which the refresh
+ * repairs, on FUSE file systems too (bindfs, fuse-overlayfs), as on a
+ * local one; pidlock_check() asks it, and its -ENOLCK stays.  A release asks
  * only where the lock can be taken away: on a local file system our
  * locks are ours until our close, and its own checks suffice; they are
  * the cycle's cost.  A refresh, seldom, asks everywhere.
@@ -199,7 +203,7 @@ int check_still_ours(struct pidlock *lock, bool everywhere)
 		return -ENOLCK;
 	if (!everywhere && !remote(lock))
 		return 0;
-	return settle(lock, ask(lock, lock->hold.fd), asked);
+	return settle(lock, ask(lock, lock->hold.fd, false), asked);
 }
 
 static void helper_close_fds(struct pidlock *lock)
@@ -225,7 +229,7 @@ static __attribute__((noreturn)) void helper_run(struct pidlock *lock,
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(1);
-	r = ask(lock, lock->check.cfd);
+	r = ask(lock, lock->check.cfd, true);
 	if (write(lock->check.wfd, &r, sizeof(r)) != (ssize_t)sizeof(r))
 		_exit(1);
 	_exit(0);
@@ -391,7 +395,7 @@ static int check(struct pidlock *lock, int timeout_ms)
 	if (lock->hold.fd < 0 || lock->hold.lost || lease_over(lock))
 		return -ENOLCK;
 	if (timeout_ms < 0 || !remote(lock) || !clone_files_flag())
-		r = settle(lock, ask(lock, lock->hold.fd), asked);
+		r = settle(lock, ask(lock, lock->hold.fd, true), asked);
 	else
 		r = check_remote_timed(lock, asked + timeout_ms);
 	if (r == 0 && lease_over(lock))
