@@ -37,13 +37,6 @@
 
 #include "internal.h"
 
-#ifndef CLONE_PIDFD
-#define CLONE_PIDFD 0x00001000
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
-
 /* An error that says the server no longer has our file or our
  * connection: the lock is gone with them. */
 static int lost_errno(int err)

@@ -36,9 +36,6 @@
 
 #include "internal.h"
 
-#ifndef CLONE_PIDFD
-#define CLONE_PIDFD 0x00001000
-#endif
 #ifndef SYS_clone3
 #define SYS_clone3 435
 #endif

@@ -17,6 +17,14 @@
 
 #define PIDLOCK_EXPORT __attribute__((visibility("default")))
 
+/* Where the libc headers lack them (clone.c, standin.c, check.c). */
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
 /* Bounded read of a lock file: a record of ours is far shorter. */
 #define CONTENT_READ_MAX 4096
 /* Room for our own record: plain pid, pid, timestamp, tag, marker. */

@@ -36,13 +36,6 @@
 
 #include "internal.h"
 
-#ifndef CLONE_PIDFD
-#define CLONE_PIDFD 0x00001000
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
-
 /*
  * The child: every signal blocked (inherited), killed with its parent
  * thread, it blocks until the write lock is granted to the description.
