@@ -6,14 +6,24 @@
  * all along (blocked in the kernel, or on inotify with a timeout), notes
  * when it holds.  Then the same from with-lock-ex, an inode-checking
  * peer, to us.
+ *
+ * And the floor of any timed wait that queues in the kernel without a
+ * signal: a helper process that shares the waiter's descriptors blocks
+ * for the bare lock and wakes the waiter through a pipe.  Two wake-ups
+ * in a row where a blocked waiter has one, plus the helper's clone,
+ * exit and reaping for every wait (doc/performance.md, "Timed waiters").
  */
 #define _GNU_SOURCE
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <poll.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,18 +42,103 @@ struct turns {
 struct style {
 	const char *name, *key;
 	int timeout_ms;		/* pidlock's; 0 means the bare cycle */
+	bool relay;		/* the bare lock, taken by a helper */
 };
 
 struct player {
 	const struct style *style;
 	struct pidlock *lock;
 	int fd;
+	pid_t helper;		/* relay: reaped once the turn is noted */
+	int helper_pidfd;
 };
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+
+/* clone3(2)'s argument block, as the kernel's uapi has it. */
+struct relay_clone_args {
+	unsigned long long flags, pidfd, child_tid, parent_tid, exit_signal;
+	unsigned long long stack, stack_size, tls;
+};
+
+/* A child sharing our descriptor table, with no exit signal; 0 in it. */
+static pid_t relay_clone(int *pidfd)
+{
+	struct relay_clone_args a = {
+		.flags = CLONE_FILES | CLONE_PIDFD,
+		.pidfd = (unsigned long long)(uintptr_t)pidfd,
+	};
+
+	return (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+}
+
+/* The helper blocks for the lock and says which descriptor holds it. */
+static int relay_take(struct player *p)
+{
+	int pipefd[2], fd = -1;
+	struct pollfd pfd;
+	pid_t pid;
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		bench_die("pipe2", errno);
+	pid = relay_clone(&p->helper_pidfd);
+	if (pid < 0)
+		bench_die("clone3", errno);
+	if (pid == 0) {
+		fd = bench_bare_take();
+		_exit(write(pipefd[1], &fd, sizeof(fd)) == sizeof(fd) ? 0 : 1);
+	}
+	pfd = (struct pollfd){ .fd = pipefd[0], .events = POLLIN };
+	if (poll(&pfd, 1, -1) != 1 ||
+	    read(pipefd[0], &fd, sizeof(fd)) != (ssize_t)sizeof(fd))
+		bench_die("relay", errno);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	p->helper = pid;
+	return fd;
+}
+
+static void relay_reap(struct player *p)
+{
+	if (p->helper <= 0)
+		return;
+	if (waitpid(p->helper, NULL, (int)__WCLONE) < 0)
+		bench_die("waitpid", errno);
+	close(p->helper_pidfd);
+	p->helper = 0;
+}
+
+/* What a helper costs by itself: clone, exit, reap (CPU and time). */
+static double relay_clone_cost(int n)
+{
+	double t0 = bench_now_ns();
+
+	for (int i = 0; i < n; i++) {
+		int pidfd;
+		pid_t pid = relay_clone(&pidfd);
+
+		if (pid == 0)
+			_exit(0);
+		if (pid < 0 || waitpid(pid, NULL, (int)__WCLONE) < 0)
+			bench_die("clone3/waitpid", errno);
+		close(pidfd);
+	}
+	return (bench_now_ns() - t0) / 1000.0 / n;
+}
 
 static void take(struct player *p)
 {
 	int r;
 
+	if (p->style->relay) {
+		p->fd = relay_take(p);
+		return;
+	}
 	if (p->style->timeout_ms == 0) {
 		p->fd = bench_bare_take();
 		return;
@@ -73,6 +168,7 @@ static void play(struct turns *t, int me, int rounds, struct player *p)
 		if (t->holder == !me && t->n < rounds)
 			t->lat[t->n++] = (bench_now_ns() - t->released) / 1000.0;
 		__atomic_store_n(&t->holder, me, __ATOMIC_SEQ_CST);
+		relay_reap(p);
 		if (t->n >= rounds) {
 			give(p);
 			return;
@@ -98,7 +194,8 @@ static double turns(int rounds, const struct style *style)
 		if (kids[me] < 0)
 			bench_die("fork", errno);
 		if (kids[me] == 0) {
-			struct player p = { .style = style, .fd = -1 };
+			struct player p = { .style = style, .fd = -1,
+					    .helper_pidfd = -1 };
 
 			if (style->timeout_ms &&
 			    pidlock_new(&p.lock, bench_path, PIDLOCK_NO_SYNC) < 0)
@@ -227,9 +324,10 @@ static double from_wle(const char *wle, int rounds, bool fresh)
 }
 
 static const struct style styles[] = {
-	{ "bare flock cycle (baseline)", "bare", 0 },
-	{ "pidlock, blocked waiter", "blocked", -1 },
-	{ "pidlock, timed waiter (inotify)", "timed", 60000 },
+	{ "bare flock cycle (baseline)", "bare", 0, false },
+	{ "pidlock, blocked waiter", "blocked", -1, false },
+	{ "pidlock, timed waiter (inotify)", "timed", 60000, false },
+	{ "bare flock, relayed by a helper (floor)", "relay", 0, true },
 };
 
 static void from_peer(const struct bench_opts *o, FILE *csv)
@@ -257,13 +355,12 @@ static void from_peer(const struct bench_opts *o, FILE *csv)
 void bench_handoff(const struct bench_opts *o)
 {
 	FILE *csv = bench_csv(o, "handoff.csv", "subject,median_us,ratio");
-	double base = 0;
+	double base = 0, m;
 
 	printf("\nhand-off in %s, release -> waiter holds, median of %d "
 	       "rounds:\n", bench_where, o->rounds);
 	for (size_t i = 0; i < sizeof(styles) / sizeof(styles[0]); i++) {
-		double m = turns(o->rounds, &styles[i]);
-
+		m = turns(o->rounds, &styles[i]);
 		if (i == 0)
 			base = m;
 		printf("  %-44s %10.1f us  %5.2fx baseline\n", styles[i].name,
@@ -271,6 +368,13 @@ void bench_handoff(const struct bench_opts *o)
 		if (csv)
 			fprintf(csv, "%s,%.2f,%.4f\n", styles[i].key, m, m / base);
 	}
+	m = relay_clone_cost(o->rounds * 4);
+	printf("  %-44s %10.1f us  %5.2fx baseline\n",
+	       "  of which per wait: the helper's clone+reap", m, m / base);
+	printf("  (floor: what a timed wait queued in the kernel by a helper "
+	       "costs at least)\n");
+	if (csv)
+		fprintf(csv, "relay-clone,%.2f,%.4f\n", m, m / base);
 	from_peer(o, csv);
 	bench_csv_close(csv);
 }
