@@ -1094,6 +1094,67 @@ START_TEST(cancelled_call_completes)
 }
 END_TEST
 
+/* ---- 12. a warm cycle's system calls -------------------------------- */
+
+#define WARM_CYCLES 20
+#define CYCLE_CALLS_MAX 9
+
+struct cycle_count {
+	bool started;		/* the child's getppid(2) marks the start */
+	int calls, getpids;
+};
+
+static int warm_cycles(void *arg)
+{
+	struct pidlock *l = arg;
+
+	if (pidlock_acquire(l, 0) < 0 || pidlock_release(l) < 0)
+		return 1;
+	(void)getppid();
+	for (int i = 0; i < WARM_CYCLES; i++)
+		if (pidlock_acquire(l, 0) < 0 || pidlock_release(l) < 0)
+			return 2;
+	(void)getppid();
+	return 0;
+}
+
+static void count_call(pid_t pid, long nr, const uint64_t *args, void *arg)
+{
+	struct cycle_count *c = arg;
+
+	(void)pid;
+	(void)args;
+	if (nr == SYS_getppid) {
+		c->started = !c->started;
+		return;
+	}
+	if (!c->started)
+		return;
+	c->calls++;
+	c->getpids += nr == SYS_getpid;
+}
+
+/*
+ * doc/performance.md counts a cycle's system calls: 9, the pid cached
+ * in a wipe-on-fork page.  A getpid(2) per record (the pid namespace's
+ * cache asked the kernel for the pid each time) made it 10 unseen.
+ */
+TU_LOCK_TEST(warm_cycle_calls, PIDLOCK_NO_SYNC)
+{
+	struct cycle_count c = { 0 };
+
+	(void)p;
+	if (under_valgrind())
+		return;
+	ck_assert_int_eq(traced(warm_cycles, l, count_call, &c), 0);
+	ck_assert_msg(c.getpids == 0, "%d getpid(2) in %d warm cycles",
+		      c.getpids, WARM_CYCLES);
+	ck_assert_msg(c.calls <= CYCLE_CALLS_MAX * WARM_CYCLES,
+		      "%d system calls in %d warm cycles, at most %d each "
+		      "expected", c.calls, WARM_CYCLES, CYCLE_CALLS_MAX);
+}
+END_TEST
+
 int main(void)
 {
 	const struct tu_case cases[] = {
@@ -1110,6 +1171,7 @@ int main(void)
 		{ nlink_zero_is_gone, 1 },
 		{ published_record_complete, 1 },
 		{ takeover_timestamp_is_now, 1 },
+		{ warm_cycle_calls, 1 },
 		{ cancelled_call_completes,
 		  sizeof(cancel_names) / sizeof(cancel_names[0]) },
 		{ NULL, 0 },
