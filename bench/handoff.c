@@ -11,7 +11,8 @@
  * signal: a helper process that shares the waiter's descriptors blocks
  * for the bare lock and wakes the waiter through a pipe.  Two wake-ups
  * in a row where a blocked waiter has one, plus the helper's clone,
- * exit and reaping for every wait (doc/performance.md, "Timed waiters").
+ * exit and reaping for every wait (doc/performance.md, "Why timed
+ * waiters are not queued in the kernel").
  */
 #define _GNU_SOURCE
 #include "config.h"
