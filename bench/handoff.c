@@ -61,21 +61,20 @@ struct player {
 #define SYS_clone3 435
 #endif
 
-/* clone3(2)'s argument block, as the kernel's uapi has it. */
-struct relay_clone_args {
-	unsigned long long flags, pidfd, child_tid, parent_tid, exit_signal;
-	unsigned long long stack, stack_size, tls;
-};
-
-/* A child sharing our descriptor table, with no exit signal; 0 in it. */
+/*
+ * A child sharing our descriptor table, with no exit signal; 0 in it.
+ * clone3(2)'s argument block is 8 words: flags, pidfd, child_tid,
+ * parent_tid, exit_signal, stack, stack_size, tls (its uapi header is
+ * not in every C library's include path).
+ */
 static pid_t relay_clone(int *pidfd)
 {
-	struct relay_clone_args a = {
-		.flags = CLONE_FILES | CLONE_PIDFD,
-		.pidfd = (unsigned long long)(uintptr_t)pidfd,
+	unsigned long long args[8] = {
+		CLONE_FILES | CLONE_PIDFD,
+		(unsigned long long)(uintptr_t)pidfd,
 	};
 
-	return (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+	return (pid_t)syscall(SYS_clone3, args, sizeof(args));
 }
 
 /* The helper blocks for the lock and says which descriptor holds it. */
@@ -120,7 +119,7 @@ static double relay_clone_cost(int n)
 	double t0 = bench_now_ns();
 
 	for (int i = 0; i < n; i++) {
-		int pidfd;
+		int pidfd = -1;
 		pid_t pid = relay_clone(&pidfd);
 
 		if (pid == 0)
