@@ -68,13 +68,28 @@ PY
 
 # The swap: the holder killed and reaped, its pid given to the innocent.
 # Nothing forks between the write of ns_last_pid and the innocent's fork.
+# The kernel may free the pid a moment after /proc stops showing it
+# (release_task() frees the pids after the task is unhashed): an
+# innocent that got the next pid instead is killed, and the swap tried
+# again.
 cat > swap.sh <<SH
 P=\$(cat "$T/holder.pid")
 kill -KILL "\$P"
 while [ -e "/proc/\$P" ]; do sleep 0.01; done
-echo \$((P - 1)) > /proc/sys/kernel/ns_last_pid
-"$PYTHON" "$T/innocent-prog.py" < /dev/null > /dev/null 2>&1 &
-echo \$! > "$T/innocent.pid"
+n=0
+while :; do
+	echo \$((P - 1)) > /proc/sys/kernel/ns_last_pid
+	"$PYTHON" "$T/innocent-prog.py" < /dev/null > /dev/null 2>&1 &
+	I=\$!
+	[ "\$I" = "\$P" ] && break
+	kill -KILL "\$I"
+	wait "\$I" 2>/dev/null
+	rm -f "$T/innocent.ready"
+	n=\$((n + 1))
+	[ \$n -lt 100 ] || break
+	sleep 0.01
+done
+echo \$I > "$T/innocent.pid"
 i=0; while [ ! -e "$T/innocent.ready" ] && [ \$i -lt 1000 ]; do i=\$((i + 1)); sleep 0.01; done
 echo "\$1" > "$T/swapped"
 SH
