@@ -1167,6 +1167,10 @@ TU_LOCK_TEST(warm_cycle_calls, PIDLOCK_NO_SYNC)
 	ck_assert_int_eq(traced(warm_cycles, l, count_call, &c), 0);
 	ck_assert_msg(c.getpids == 0, "%d getpid(2) in %d warm cycles",
 		      c.getpids, WARM_CYCLES);
+	/* The count of 9 is the publish by rename; in place (a file
+	 * system without renameat2(2)) the cycle differs by design. */
+	if (tu_in_place())
+		return;
 	ck_assert_msg(c.calls <= CYCLE_CALLS_MAX * WARM_CYCLES,
 		      "%d system calls in %d warm cycles, at most %d each "
 		      "expected", c.calls, WARM_CYCLES, CYCLE_CALLS_MAX);
