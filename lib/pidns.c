@@ -32,8 +32,8 @@ static uint64_t self_cache;
  */
 uint64_t pidns_self(void)
 {
-	/* self_pid(): no getpid(2) per record written (a cycle's tenth
-	 * system call, until the cache was used here too). */
+	/* The cached pid: every record written asks, and a getpid(2)
+	 * here was a tenth system call per cycle. */
 	uint64_t pid = (uint64_t)(uint32_t)self_pid();
 	uint64_t cached = __atomic_load_n(&self_cache, __ATOMIC_RELAXED);
 	struct stat st;
