@@ -401,7 +401,6 @@ int check_still_ours(struct pidlock *lock, bool everywhere);
 void check_learn(struct pidlock *lock);
 
 /* token.c */
-int token_take(struct pidlock *lock);
 int token_publish(struct pidlock *lock);
 void check_abandon(struct pidlock *lock);
 

@@ -40,8 +40,14 @@ done
 [ $fail = 0 ] && ok "README.md: $words words, quick start, install and comparison table"
 
 # Every relative link of the README and of doc/*.md names a file; so
-# does every doc/NAME.md mentioned in their text.
+# does every doc/NAME.md (or doc/examples/NAME) mentioned in their text
+# and in the manual pages.
 before=$fail
+for f in "$top"/man/*.[1-8]; do
+	for target in $(grep -o 'doc/[a-z-]*\.md\|doc/examples/[a-z_.-]*[a-z]' "$f" | sort -u); do
+		[ -e "$top/$target" ] || err "$f names $target, which does not exist"
+	done
+done
 for f in "$readme" "$top"/doc/*.md; do
 	dir=$(dirname "$f")
 	for target in $(grep -o '](\([^)#:]*\))' "$f" | sed 's/^](//; s/)$//'); do
@@ -51,7 +57,7 @@ for f in "$readme" "$top"/doc/*.md; do
 		[ -e "$top/$target" ] || err "$f names $target, which does not exist"
 	done
 done
-[ $fail = "$before" ] && ok "every link and doc/ name of the README and doc/ resolves"
+[ $fail = "$before" ] && ok "every link and doc/ name of the README, doc/ and man/ resolves"
 
 # ---- b. versions --------------------------------------------------------------
 # A line that names Linux or the kernel gives the kernel's versions.

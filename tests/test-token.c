@@ -11,10 +11,17 @@
  *                        names its token
  *   token_arguments      PIDLOCK_SHARED with it, a handle without it,
  *                        a handle that holds nothing
- *   token_bad_counter    a counter that is not a number, or at its
- *                        maximum: the acquire fails, nothing is held,
- *                        no file is left, and the counter is as it was
- *   token_per_name       two lock names in one directory count apart
+ *   token_bad_counter    a high mark that is not a number, or past
+ *                        2^53 - 1: the acquire fails, nothing is held,
+ *                        no file is left, and the mark is as it was
+ *   token_clock_and_mark the clock in microseconds where the mark is
+ *                        behind it, the mark + 1 where it is ahead
+ *   token_dir_remade     the directory removed and made again, twice:
+ *                        every grant above every earlier one
+ *   token_dir_replaced   the directory replaced while A holds: B's token
+ *                        outranks A's
+ *   token_many_names     300 lock names in one directory: all granted,
+ *                        at most 16 attributes kept
  *
  * A directory whose file system keeps no user extended attributes makes
  * every acquire fail with -EOPNOTSUPP: the tests that need a counter
@@ -24,11 +31,14 @@
 #include <check.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pidlock.h"
@@ -36,6 +46,7 @@
 
 #define ROUNDS 15
 #define TAKEN 30	/* 2 x ROUNDS */
+#define TOKEN_NAMES 300	/* past the 88 that filled ext4 */
 
 /* Does the test directory keep user xattrs?  If not, an acquire with a
  * token must fail, and leave nothing. */
@@ -154,55 +165,213 @@ START_TEST(token_arguments)
 }
 END_TEST
 
-static void bad_counter(const char *path, const char *name,
+static void bad_counter(const char *dir, const char *path, const char *name,
 			const char *value, int want)
 {
 	struct pidlock *l = tu_new(path, PIDLOCK_TOKEN);
 	char back[32] = "";
 	ssize_t n;
 
-	ck_assert_int_eq(setxattr(tu_dir(), name, value, strlen(value), 0), 0);
+	ck_assert_int_eq(setxattr(dir, name, value, strlen(value), 0), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), want);
 	ck_assert_int_eq(pidlock_fd(l), -ENOLCK);
 	ck_assert(!tu_exists(path));
-	n = getxattr(tu_dir(), name, back, sizeof(back) - 1);
+	n = getxattr(dir, name, back, sizeof(back) - 1);
 	ck_assert_int_eq(n, (ssize_t)strlen(value));
 	ck_assert_str_eq(back, value);
 	pidlock_free(l);
 }
 
+/* The wall clock in microseconds: what a token is at least. */
+static uint64_t clock_us(void)
+{
+	struct timespec ts;
+
+	ck_assert_int_eq(clock_gettime(CLOCK_REALTIME, &ts), 0);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* The names of the directory's token attributes, and how many there are
+ * (user.pidlock.tokens.*; `stray` counts any other user.pidlock.token*). */
+static int token_attrs(const char *dir, char *first, size_t size, int *stray)
+{
+	static char list[1 << 20];
+	ssize_t n = listxattr(dir, list, sizeof(list));
+	int count = 0;
+
+	ck_assert_msg(n >= 0, "listxattr: %s", strerror(errno));
+	*stray = 0;
+	for (char *p = list; p < list + n; p += strlen(p) + 1) {
+		if (strncmp(p, "user.pidlock.tokens.", 20) == 0) {
+			if (count++ == 0 && first && strlen(p) < size)
+				memcpy(first, p, strlen(p) + 1);
+		} else if (strncmp(p, "user.pidlock.token", 18) == 0) {
+			(*stray)++;
+		}
+	}
+	return count;
+}
+
+/* A high mark that is no number, or past 2^53 - 1 (every JSON reader
+ * compares tokens exactly below that): the acquire fails, nothing is
+ * held, no file is left, and the mark is as it was.  The mark is found
+ * by the first grant, alone in a directory of its own. */
 START_TEST(token_bad_counter)
 {
-	char *path = tu_path("b.lock");
+	char *dir;
+	char path[PATH_MAX], name[64];
+	uint64_t t;
+	int stray;
 
-	if (refused_without_xattrs(path))
+	if (refused_without_xattrs(tu_path("b.lock")))
 		return;
-	bad_counter(path, "user.pidlock.token.b.lock", "12x", -ERANGE);
-	bad_counter(path, "user.pidlock.token.b.lock",
-		    "18446744073709551615", -EOVERFLOW);
-	ck_assert_int_eq(removexattr(tu_dir(), "user.pidlock.token.b.lock"), 0);
-	ck_assert(take_one(path) == 1);
+	dir = tu_mkdtemp(tu_dir(), "bad");
+
+	snprintf(path, sizeof(path), "%s/b.lock", dir);
+	t = take_one(path);
+	ck_assert_int_eq(token_attrs(dir, name, sizeof(name), &stray), 1);
+	bad_counter(dir, path, name, "12x", -ERANGE);
+	bad_counter(dir, path, name, "18446744073709551615", -EOVERFLOW);
+	bad_counter(dir, path, name, "9007199254740991", -EOVERFLOW);
+	ck_assert_int_eq(removexattr(dir, name), 0);
+	ck_assert(take_one(path) > t);
+	tu_rmtree(dir);
+	free(dir);
 }
 END_TEST
 
-START_TEST(token_per_name)
+/* A token is the clock in microseconds where the mark is behind it, and
+ * the mark + 1 where the mark is ahead (two grants in a microsecond, a
+ * clock stepped back, another host's clock ahead of ours). */
+START_TEST(token_clock_and_mark)
 {
-	char *a = strdup(tu_path("x.lock"));
-	char *b = strdup(tu_path("y.lock"));
+	char *dir;
+	char path[PATH_MAX], name[64], text[32];
+	uint64_t before, t, ahead;
+	int stray;
 
-	ck_assert_ptr_nonnull(a);
-	ck_assert_ptr_nonnull(b);
-	if (refused_without_xattrs(a))
-		goto out;
-	ck_assert(take_one(a) == 1);
-	ck_assert(take_one(a) == 2);
-	ck_assert(take_one(b) == 1);
-	ck_assert(take_one(a) == 3);
-	/* Each release unlinked the file: the counter is the directory's. */
-	ck_assert(!tu_exists(a));
-out:
-	free(a);
-	free(b);
+	if (refused_without_xattrs(tu_path("c.lock")))
+		return;
+	dir = tu_mkdtemp(tu_dir(), "clock");
+
+	snprintf(path, sizeof(path), "%s/c.lock", dir);
+	before = clock_us();
+	t = take_one(path);
+	ck_assert_msg(t >= before && t <= clock_us(), "token %" PRIu64
+		      " is not the clock (%" PRIu64 ")", t, before);
+	ck_assert(t < (UINT64_C(1) << 53));
+	ck_assert_int_eq(token_attrs(dir, name, sizeof(name), &stray), 1);
+	ahead = clock_us() + UINT64_C(3600000000);
+	snprintf(text, sizeof(text), "%" PRIu64, ahead);
+	ck_assert_int_eq(setxattr(dir, name, text, strlen(text), 0), 0);
+	ck_assert(take_one(path) == ahead + 1);
+	ck_assert(take_one(path) == ahead + 2);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+/* systemd's RuntimeDirectory=, a tmpfiles rule or a cleaned /tmp remove
+ * the directory and make it again: the marks go with it, and the next
+ * grant must still be above every earlier one. */
+START_TEST(token_dir_remade)
+{
+	char *dir;
+	char path[PATH_MAX];
+	uint64_t last = 0;
+
+	if (refused_without_xattrs(tu_path("r.lock")))
+		return;
+	dir = tu_mkdtemp(tu_dir(), "remade");
+
+	snprintf(path, sizeof(path), "%s/r.lock", dir);
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 3; i++) {
+			uint64_t t = take_one(path);
+
+			ck_assert_msg(t > last, "round %d: token %" PRIu64
+				      " after %" PRIu64, round, t, last);
+			last = t;
+		}
+		ck_assert_int_eq(rmdir(dir), 0);
+		ck_assert_int_eq(mkdir(dir, 0755), 0);
+	}
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+/* The directory moved away and replaced while A holds: B, granted the
+ * lock in the new directory, must outrank A at the resource. */
+START_TEST(token_dir_replaced)
+{
+	char *dir;
+	char path[PATH_MAX], old[PATH_MAX];
+	struct tu_child a;
+	uint64_t ta = 0;
+
+	if (refused_without_xattrs(tu_path("p.lock")))
+		return;
+	dir = tu_mkdtemp(tu_dir(), "replaced");
+
+	snprintf(path, sizeof(path), "%s/p.lock", dir);
+	snprintf(old, sizeof(old), "%s.old", dir);
+	(void)take_one(path);
+	if (tu_fork(&a) == 0) {
+		struct pidlock *l = tu_new(path, PIDLOCK_TOKEN);
+		uint64_t t = 0;
+
+		TU_CHILD_CHECK(pidlock_acquire(l, 5000) == 0);
+		TU_CHILD_CHECK(pidlock_token(l, &t) == 0);
+		TU_CHILD_CHECK(write(a.to_parent, &t, sizeof(t)) ==
+			       (ssize_t)sizeof(t));
+		(void)tu_wait_parent(&a);
+		/* The path names B's file now, not A's. */
+		TU_CHILD_CHECK(pidlock_release(l) == -ESTALE);
+		_exit(0);
+	}
+	ck_assert_int_eq(read(a.from_child, &ta, sizeof(ta)),
+			 (ssize_t)sizeof(ta));
+	ck_assert_int_eq(rename(dir, old), 0);
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	ck_assert_msg(take_one(path) > ta, "the new directory's holder does "
+		      "not outrank A's token %" PRIu64, ta);
+	tu_tell(&a, 'R');
+	ck_assert_int_eq(tu_join(&a), 0);
+	tu_rmtree(old);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+/* A lock name per job, user or file: any number of names in one
+ * directory works, and the directory keeps a bounded set of attributes
+ * (one per name filled ext4's attribute block at the 88th name).  Each
+ * name's second grant is above its first. */
+START_TEST(token_many_names)
+{
+	char *dir;
+	char path[PATH_MAX];
+	int stray, kept;
+
+	if (refused_without_xattrs(tu_path("m.lock")))
+		return;
+	dir = tu_mkdtemp(tu_dir(), "many");
+
+	for (int i = 0; i < TOKEN_NAMES; i++) {
+		uint64_t t;
+
+		snprintf(path, sizeof(path), "%s/job-%d.lock", dir, i);
+		t = take_one(path);
+		ck_assert_msg(take_one(path) > t, "name %d: no increase", i);
+	}
+	kept = token_attrs(dir, NULL, 0, &stray);
+	fprintf(stderr, "%d names: %d token attributes kept\n", TOKEN_NAMES,
+		kept);
+	ck_assert_int_le(kept, 16);
+	ck_assert_int_eq(stray, 0);
+	tu_rmtree(dir);
+	free(dir);
 }
 END_TEST
 
@@ -212,7 +381,10 @@ int main(void)
 		{ tokens_increase, 1 },
 		{ token_arguments, 1 },
 		{ token_bad_counter, 1 },
-		{ token_per_name, 1 },
+		{ token_clock_and_mark, 1 },
+		{ token_dir_remade, 1 },
+		{ token_dir_replaced, 1 },
+		{ token_many_names, 1 },
 		{ NULL, 0 },
 	};
 

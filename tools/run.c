@@ -12,11 +12,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
@@ -500,22 +502,49 @@ static int take_lock(const struct opts *o, struct pidlock **lockp,
 	return r;
 }
 
-/* --token: the counter's own errors, said as such (pidlock_token(3));
- * true if err was one. */
-static bool token_error(const struct opts *o, int err)
+/* Is it the high mark that this user may not write (in a sticky
+ * directory of another user's, only the owner may write user extended
+ * attributes), and not the lock file?  Asked by replacing an attribute
+ * that is not there: the kernel checks the permission first, so this
+ * changes nothing either way. */
+static bool token_write_refused(const char *path)
 {
-	const char *why = err == ERANGE ? "holds something other than a number"
-			: err == EOVERFLOW ? "is at its largest value"
-			: err == EOPNOTSUPP ? "cannot be kept: the file system has "
-					      "no user extended attributes"
+	char *copy = strdup(path);
+	bool r;
+
+	if (!copy)
+		return false;
+	r = setxattr(dirname(copy), "user.pidlock.tokens.probe", "", 0,
+		     XATTR_REPLACE) < 0 && errno == EPERM;
+	free(copy);
+	return r;
+}
+
+/* --token: the high mark's own errors, said as such, with what to do
+ * (pidlock_token(3)): the exit status, or 0 if err was none of them. */
+static int token_error(const struct opts *o, int err)
+{
+	const char *why = err == ERANGE ? "holds something other than a "
+					  "number; remove it with setfattr -x "
+					  "once no holder uses the directory"
+			: err == EOVERFLOW ? "is at its largest value, 2^53 - 1"
+			: err == ETIME ? "is missing and the clock is unset "
+					 "(before 2026): set the clock"
+			: err == EOPNOTSUPP ? "cannot be kept: the file system "
+					      "has no user extended attributes"
+			: err == EPERM && token_write_refused(o->lockfile) ?
+				"may not be written by this user: in a sticky "
+				"directory (such as /tmp or /run/lock) only the "
+				"directory's owner may; put the lock in a "
+				"directory of your own"
 			: NULL;
 
 	if (!why)
-		return false;
-	warn_file(o->lockfile, "the fencing token's counter (the attribute "
-		  "user.pidlock.token.NAME of the lock's directory) %s; the "
+		return 0;
+	warn_file(o->lockfile, "the fencing token's high mark (an attribute "
+		  "user.pidlock.tokens.N of the lock's directory) %s; the "
 		  "command was not run", why);
-	return true;
+	return err == EPERM ? EX_NOPERM : EX_OSERR;
 }
 
 /* --token: the hold's fencing token, for the command to send with its
@@ -544,12 +573,12 @@ int cmd_run(const struct opts *o)
 {
 	struct pidlock_slots *set;
 	struct pidlock *lock;
-	int r = take_lock(o, &lock, &set);
+	int r = take_lock(o, &lock, &set), code;
 
 	if (r < 0 && o->slots)
 		return slots_fail(o, -r);
-	if (r < 0 && (o->flags & PIDLOCK_TOKEN) && token_error(o, -r))
-		return EX_OSERR;
+	if (r < 0 && (o->flags & PIDLOCK_TOKEN) && (code = token_error(o, -r)))
+		return code;
 	if (r < 0)
 		return fail_acquire(o->lockfile, -r);
 	if (r > 0)

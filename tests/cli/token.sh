@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # --token: each run's command finds a fencing token in PIDLOCK_TOKEN,
 # greater than every earlier run's on the path (across the unlink of each
-# release); a counter that cannot be kept runs no command.
+# release, and the directory's removal and re-creation); any number of
+# lock names in a directory works; a high mark that cannot be kept runs
+# no command, and the message says what to do.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 99
 
@@ -34,13 +36,67 @@ out=$("$PIDLOCK" t.lock sh -c 'echo "${PIDLOCK_TOKEN-unset}"')
 [ "$out" = unset ] || fail "PIDLOCK_TOKEN without --token: $out"
 pass "no token without --token"
 
-# A counter that is not a number: the acquire fails, nothing runs.
-"$PYTHON" -c 'import os; os.setxattr(".", "user.pidlock.token.t.lock", b"x")'
-expect 71 "a counter that is not a number: refused" -- \
-	"$PIDLOCK" --token t.lock sh -c 'touch ran'
+# The directory removed and made again (systemd's RuntimeDirectory=, a
+# tmpfiles rule): its attributes go with it, and tokens still increase.
+mkdir run
+for round in 1 2 3; do
+	tok=$("$PIDLOCK" --token run/t.lock sh -c 'echo "$PIDLOCK_TOKEN"') ||
+		fail "round $round failed"
+	[ "$tok" -gt "$last" ] || fail "round $round: token $tok after $last"
+	last=$tok
+	rm -rf run && mkdir run
+done
+pass "the directory made again three times: tokens still increasing"
+
+# attrs DIR: the user.pidlock.token* attributes of DIR, one a line.
+attrs() {
+	"$PYTHON" -c 'import os, sys
+print("\n".join(a for a in os.listxattr(sys.argv[1]) if a.startswith("user.pidlock.token")))' "$1"
+}
+
+# A lock name per job: the 88th name in one directory filled ext4's
+# attribute block when each name kept an attribute.  300 names, and the
+# directory keeps a bounded set.
+mkdir jobs
+for i in $(seq 1 300); do
+	"$PIDLOCK" --token "jobs/job-$i.lock" true || fail "name $i failed"
+done
+n=$(attrs jobs | wc -l)
+[ "$n" -le 16 ] || fail "300 names left $n attributes"
+pass "300 lock names in one directory: all ran, $n attributes kept"
+
+# A high mark that is not a number: the acquire fails, nothing runs.
+mkdir bad
+"$PIDLOCK" --token bad/t.lock true || fail "the first run in bad/"
+mark=$(attrs bad)
+"$PYTHON" -c 'import os, sys; os.setxattr("bad", sys.argv[1], b"x")' "$mark"
+expect 71 "a high mark that is not a number: refused" -- \
+	"$PIDLOCK" --token bad/t.lock sh -c 'touch ran'
 [ ! -e ran ] || fail "the command ran without a token"
-[ ! -e t.lock ] || fail "a lock file was left"
-grep -q "fencing token's counter" "$EXPECT_ERR" || fail "the message does not name the counter"
+[ ! -e bad/t.lock ] || fail "a lock file was left"
+grep -q "fencing token's high mark.*setfattr -x" "$EXPECT_ERR" ||
+	fail "the message does not name the high mark and what to do"
+
+# Another user in root's sticky directory may make the lock file but not
+# write the directory's attributes: the message says so, and what to do.
+if [ "$(id -u)" = 0 ] && getent passwd nobody >/dev/null; then
+	chmod 0755 "$T"
+	mkdir -m 1777 sticky
+	expect 77 "--token in another user's sticky directory: refused" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$PIDLOCK" --token sticky/t.lock sh -c 'touch ran'
+	[ ! -e ran ] || fail "the command ran without a token"
+	grep -q "only the directory's owner may; put the lock in a directory of your own" "$EXPECT_ERR" ||
+		fail "the message does not say what was refused"
+	# A foreign lock file there is refused for itself, as without --token.
+	setpriv --reuid=65534 --regid=65534 --clear-groups sh -c ': > sticky/theirs.lock'
+	expect 77 "a foreign file in a sticky directory with --token" -- \
+		"$PIDLOCK" --token sticky/theirs.lock true
+	grep -q "the file belongs to uid 65534" "$EXPECT_ERR" ||
+		fail "the foreign file's message was replaced"
+else
+	echo "# not tested: the sticky directory (needs root and nobody)"
+fi
 
 expect 64 "--token with -s" -- "$PIDLOCK" -s --token t.lock true
 done_testing
