@@ -187,7 +187,7 @@ judge() {
 	function rel(t) { return sprintf("%+.1f s", (t - cut) / 1000) }
 	$2 == "A" && $3 == "held" { atok = $4 }
 	$2 == "B" && $3 == "held" { bgrant = $1; btok = $4
-		printf "  %s  B acquires (token %d)\n", rel($1), $4 }
+		printf "  %s  B acquires (token %s)\n", rel($1), $4 }
 	$2 == "A" && $3 == "check" {
 		start = $1 - $5
 		if ($5 > maxms) maxms = $5
