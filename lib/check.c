@@ -289,7 +289,11 @@ static int helper_reap(struct pidlock *lock)
 }
 
 /* Wait up to ms for the helper under way: 1 it has exited (reaped,
- * *answer set), 0 not yet, -errno. */
+ * *answer set), 0 not yet, -errno: -EINTR when a signal handler ran,
+ * as every wait of the library says (the helper stays under way, and
+ * the next check takes its answer).  Taken for "not yet", an interrupted
+ * wait made a 1000 ms check say -ETIMEDOUT within microseconds under an
+ * interval timer. */
 static int helper_wait(struct pidlock *lock, int64_t ms, int *answer)
 {
 	struct pollfd pfd = { .fd = lock->check.pidfd, .events = POLLIN };
@@ -297,7 +301,7 @@ static int helper_wait(struct pidlock *lock, int64_t ms, int *answer)
 
 	n = poll(&pfd, 1, ms > INT_MAX ? INT_MAX : (int)ms);
 	if (n < 0)
-		return errno == EINTR ? 0 : -errno;
+		return -errno;
 	if (n == 0)
 		return 0;
 	*answer = helper_reap(lock);

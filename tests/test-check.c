@@ -27,6 +27,11 @@
  *                         says 0 on another handle (its question put
  *                         again), and the locks a release dropped are
  *                         free for the next holder
+ *   check_under_signals   on that mount, a signal every 200 us: a 1000
+ *                         ms check says 0 or -EINTR, never -ETIMEDOUT
+ *                         before its bound; with the daemon stopped, a
+ *                         caller that calls again on what is left gets
+ *                         -ETIMEDOUT at the bound, not before
  *   record_another        on that mount: nobody holds the locks, but
  *                         the record names another process, which took
  *                         the file in place and died: -ENOLCK, and the
@@ -50,6 +55,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -360,6 +366,84 @@ START_TEST(hung_server)
 }
 END_TEST
 
+/* --- a check under an interval timer -------------------------------- */
+
+static void on_tick(int sig)
+{
+	(void)sig;
+}
+
+/* SIGALRM every us microseconds, with a handler and no SA_RESTART (0:
+ * stop). */
+static void ticks(long us)
+{
+	struct sigaction sa = { .sa_handler = on_tick };
+	struct itimerval it = { { 0, us }, { 0, us } };
+
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+	ck_assert_int_eq(setitimer(ITIMER_REAL, &it, NULL), 0);
+}
+
+/* Checks of 1000 ms for about ms, counted by result; a -ETIMEDOUT
+ * before its bound fails. */
+static void checks_for(struct pidlock *l, long ms, int *held, int *intr)
+{
+	long end = tu_ms() + ms;
+
+	*held = *intr = 0;
+	while (tu_ms() < end) {
+		long t0 = tu_ms();
+		int r = pidlock_check(l, 1000);
+
+		ck_assert_msg(r != -ETIMEDOUT, "-ETIMEDOUT after %ld of 1000 ms",
+			      tu_ms() - t0);
+		ck_assert_msg(r == 0 || r == -EINTR, "check: %d", r);
+		(r == 0 ? (*held)++ : (*intr)++);
+	}
+}
+
+START_TEST(check_under_signals)
+{
+	struct fuse_mnt m;
+	struct pidlock *l;
+	char path[PATH_MAX + 16];
+	int held, intr, calls = 0, r;
+	long t0, left;
+
+	if (!bindfs_start(&m))
+		return;
+	snprintf(path, sizeof(path), "%s/s.lock", m.mnt);
+	l = tu_new(path, 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ticks(200);
+	checks_for(l, 1000, &held, &intr);
+	fprintf(stderr, "check_under_signals: answering: %d held, %d -EINTR\n",
+		held, intr);
+	ck_assert_int_gt(held, 0);
+	/* Stopped: the bound, kept by calling again on what is left. */
+	ck_assert_int_eq(kill(m.daemon, SIGSTOP), 0);
+	t0 = tu_ms();
+	do {
+		left = 1000 - (tu_ms() - t0);
+		r = pidlock_check(l, left > 0 ? (int)left : 0);
+		calls++;
+		if (r == -ETIMEDOUT)
+			break;
+		ck_assert_int_eq(r, -EINTR);
+	} while (1);
+	ticks(0);
+	fprintf(stderr, "check_under_signals: stopped: -ETIMEDOUT after %ld ms"
+		", %d calls\n", tu_ms() - t0, calls);
+	ck_assert_int_ge(tu_ms() - t0, 999);
+	ck_assert_int_eq(kill(m.daemon, SIGCONT), 0);
+	ck_assert_int_eq(pidlock_check(l, 5000), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	pidlock_free(l);
+	bindfs_end(&m);
+}
+END_TEST
+
 /*
  * On a shared file system the record is asked about too: the next
  * holder took the file in place, wrote its record and died, its locks
@@ -403,6 +487,7 @@ int main(void)
 		{ refresh_guard, 1 },
 		{ lease_lapses, 1 },
 		{ hung_server, 1 },
+		{ check_under_signals, 1 },
 		{ NULL, 0 },
 	};
 

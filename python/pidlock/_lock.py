@@ -299,13 +299,15 @@ class Lock(_lib.Owner):
         later release() then closes the descriptor, writes and removes
         nothing, and raises OSError(ENOLCK)), or when nothing is held.
         Waits at most timeout seconds for the server (None: no limit),
-        even one that never answers; TimeoutError if it did not answer.
+        even one that never answers; TimeoutError if it did not answer,
+        never before the timeout: a signal handler that returns lets the
+        wait go on for what is left of it (PEP 475).
         With a lease (Lock(lease=...)), a server silent for longer than
         the lease makes it False.
         """
         ms = -1 if timeout is None else max(0, math.ceil(timeout * 1000))
         with self._guard:
-            rc = _lib.lib.pidlock_check(self._live(), ms)
+            rc = retrying(_lib.lib.pidlock_check, self._live(), ms)
         if rc == 0:
             return True
         if rc == -errno.ENOLCK:

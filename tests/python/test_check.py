@@ -125,3 +125,66 @@ def test_fenced_store_refuses_a_stale_token(tmp_path):
     assert put(5, "new holder again") == 0
     assert open(data).read().split("\n")[:-1] == [
         "old holder", "new holder", "new holder again"]
+
+
+# The child run in a mount namespace of its own: a bindfs mount (a FUSE
+# file system, where checks are put by a helper and waited for), its
+# daemon stopped, and a signal handler run every 200 us during
+# check(timeout=1.0).  It prints the seconds check() took, what it
+# raised, and how many times the handler ran.
+_STORM = r"""
+import os, signal, sys, time
+import pidlock
+mnt, daemon = sys.argv[1], int(sys.argv[2])
+lock = pidlock.Lock(os.path.join(mnt, "s.lock"))
+lock.acquire(timeout=0)
+assert lock.check(timeout=2.0)
+ran = 0
+def tick(sig, frame):
+    global ran
+    ran += 1
+signal.signal(signal.SIGALRM, tick)
+os.kill(daemon, signal.SIGSTOP)
+signal.setitimer(signal.ITIMER_REAL, 0.0002, 0.0002)
+t0 = time.monotonic()
+try:
+    lock.check(timeout=1.0)
+    what = "no error"
+except TimeoutError:
+    what = "TimeoutError"
+took = time.monotonic() - t0
+signal.setitimer(signal.ITIMER_REAL, 0, 0)
+os.kill(daemon, signal.SIGCONT)
+assert lock.check(timeout=5.0)
+lock.release()
+print(took, what, ran)
+"""
+
+
+def test_check_keeps_its_bound_under_a_signal_handler(tmp_path):
+    """A Python signal handler that returns does not end check()'s wait:
+    TimeoutError comes at the timeout, not at the first signal."""
+    if os.geteuid() != 0 or not shutil.which("bindfs") or \
+            not shutil.which("unshare") or not os.access("/dev/fuse", os.W_OK):
+        pytest.skip("needs root, unshare(1), /dev/fuse and bindfs")
+    src, mnt = tmp_path / "src", tmp_path / "mnt"
+    src.mkdir()
+    mnt.mkdir()
+    script = tmp_path / "storm.py"
+    script.write_text(_STORM)
+    shell = ('bindfs -f "$1" "$2" & d=$!; '
+             'i=0; while [ "$(stat -c %d "$2")" = "$(stat -c %d "$1")" ]; do '
+             'i=$((i+1)); [ $i -lt 500 ] || exit 99; sleep 0.01; done; '
+             '"$3" "$4" "$2" "$d"; rc=$?; kill -CONT $d; kill $d; wait $d; '
+             'umount -l "$2" 2>/dev/null; exit $rc')
+    out = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", shell, "sh",
+         str(src), str(mnt), sys.executable, str(script)],
+        capture_output=True, text=True, timeout=60, env=os.environ)
+    assert out.returncode == 0, out.stderr
+    took, what, ran = out.stdout.split()
+    print(f"check(timeout=1.0) under a handler every 200 us: {what} after "
+          f"{float(took):.3f} s, the handler ran {ran} times")
+    assert what == "TimeoutError"
+    assert float(took) >= 0.999
+    assert int(ran) > 0
