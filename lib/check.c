@@ -156,7 +156,7 @@ void check_learn(struct pidlock *lock)
 {
 	struct statfs sf;
 
-	lock->hold.reached_ms = io_now_ms();
+	lock->hold.reached_ms = io_boot_ms();
 	if (lock->cache.remote.known && lock->cache.remote.dev ==
 	    lock->hold.dev)
 		return;
@@ -190,7 +190,7 @@ static int settle(struct pidlock *lock, int r, int64_t asked)
  */
 int check_still_ours(struct pidlock *lock, bool everywhere)
 {
-	int64_t asked = io_now_ms();
+	int64_t asked = io_boot_ms();
 
 	if (lock->hold.lost)
 		return -ENOLCK;
@@ -248,7 +248,7 @@ static int helper_start(struct pidlock *lock)
 		helper_close_fds(lock);
 		return r;
 	}
-	lock->check.asked_ms = io_now_ms();
+	lock->check.asked_ms = io_boot_ms();
 	sigfillset(&all);
 	r = pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (r != 0) {
@@ -338,12 +338,14 @@ void check_abandon(struct pidlock *lock)
 	lock->check.pid = 0;
 }
 
-/* The lease: lost once no call has reached the server for lease_ms. */
+/* The lease: lost once no call has reached the server for lease_ms,
+ * suspends counted (io_boot_ms()), as the server counts them; so are
+ * a check's bound and its answers' times, which are compared with it. */
 static bool lease_over(struct pidlock *lock)
 {
 	if (!lock->set.lease_ms)
 		return false;
-	if (io_now_ms() - lock->hold.reached_ms <= (int64_t)lock->set.lease_ms)
+	if (io_boot_ms() - lock->hold.reached_ms <= (int64_t)lock->set.lease_ms)
 		return false;
 	lock->hold.lost = true;
 	return true;
@@ -356,11 +358,11 @@ static bool lease_over(struct pidlock *lock)
  */
 static int check_remote_timed(struct pidlock *lock, int64_t deadline)
 {
-	int64_t begun = io_now_ms();
+	int64_t begun = io_boot_ms();
 	int answer = 0, r;
 
 	for (;;) {
-		int64_t asked, left = deadline - io_now_ms();
+		int64_t asked, left = deadline - io_boot_ms();
 
 		if (lock->check.pid == 0) {
 			r = helper_start(lock);
@@ -377,14 +379,14 @@ static int check_remote_timed(struct pidlock *lock, int64_t deadline)
 					  : settle(lock, answer, asked);
 		if (r == -ENOLCK || (r != HELPER_DIED && asked >= begun))
 			return r;
-		if (io_now_ms() >= deadline)
+		if (io_boot_ms() >= deadline)
 			return -ETIMEDOUT;
 	}
 }
 
 static int check(struct pidlock *lock, int timeout_ms)
 {
-	int64_t asked = io_now_ms();
+	int64_t asked = io_boot_ms();
 	int r;
 
 	if (!lock || timeout_ms < -1)

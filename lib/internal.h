@@ -96,7 +96,7 @@ struct pidlock {
 		bool lost;	/* pidlock_check() or a write found the lock
 				 * another's: so it stays until release */
 		uint64_t token;	/* PIDLOCK_TOKEN: this grant's, else 0 */
-		int64_t reached_ms;	/* CLOCK_MONOTONIC ms at which the last
+		int64_t reached_ms;	/* CLOCK_BOOTTIME ms at which the last
 					 * call began that the server answered
 					 * (the holder's lease, check.c) */
 	} hold;
@@ -108,7 +108,7 @@ struct pidlock {
 		int pidfd;
 		int rfd, wfd;	/* the answer's pipe */
 		int cfd;	/* the helper's copy of the lock descriptor */
-		int64_t asked_ms;	/* when it began */
+		int64_t asked_ms;	/* when it began (CLOCK_BOOTTIME) */
 	} check;
 	/* pidlock_lock_fd() and pidlock_unlock_fd() on a caller's
 	 * description that cannot read, or that appends (a shell's 9> and
@@ -349,6 +349,7 @@ unsigned int io_hold_how(const struct pidlock *lock);
 int io_hand_out(const struct pidlock *lock, signed char *noappend);
 int64_t io_now_sec(void);
 int64_t io_now_ms(void);
+int64_t io_boot_ms(void);
 int64_t io_mtime_ns(const struct stat *st);
 int64_t io_grace_left_ms(const struct stat *st, unsigned int grace_ms);
 /* close(2) in cleanup, of a descriptor whose close has nothing to

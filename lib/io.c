@@ -532,6 +532,19 @@ int64_t io_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* CLOCK_BOOTTIME ms: the time a file server counts, suspends included.
+ * The lease runs on it (check.c): on CLOCK_MONOTONIC, which stops while
+ * the machine sleeps, a laptop woken after a minute would hold a lease
+ * it believes fresh while the server has given the lock away. */
+int64_t io_boot_ms(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /*
  * How much of the grace period after the file's last write is left.
  * Whoever may write the file may set any mtime (tmpfs keeps all 64

@@ -86,7 +86,12 @@ struct opts {
 				 * have written the pidfile */
 	int check_ms;		/* --check: ask every check_ms; 0 never */
 	int lease_ms;		/* --lease: the holder's lease; 0 none */
+	int kill_after_ms;	/* --kill-after: TERM to KILL, once lost */
+	bool kill_after_set;
 };
+
+/* --kill-after's default: TERM, then KILL 5 s later (job.c). */
+#define KILL_AFTER_DEFAULT_MS 5000
 
 /* options.c: 0 run with *o; 1 done (--help, --version); -code: exit. */
 int parse_options(int argc, char **argv, struct opts *o);
@@ -96,6 +101,11 @@ int cmd_run(const struct opts *o);
 int run_fd_command(const struct opts *o);
 int acquire_lock(const struct opts *o, struct pidlock *lock, int timeout_ms,
 		 const char *refused);
+
+/* job.c: the command and all it started (--check, --lease) */
+int job_reaper(void);
+int job_signal(pid_t child, bool child_done, int sig);
+int job_reap(pid_t child, int *status, bool *done);
 
 /* status.c */
 int cmd_status(const struct opts *o);

@@ -49,6 +49,7 @@ enum {
 	OPT_CHECK,
 	OPT_LEASE,
 	OPT_TOKEN,
+	OPT_KILL_AFTER,
 };
 
 /* Modes an option is allowed in, as bits. */
@@ -127,7 +128,10 @@ struct optdef {
 "     --check SECONDS          while the command runs, ask every SECONDS whether\n" \
 "                              the lock is still ours (a shared file system's\n" \
 "                              server may give it away); lost: TERM the\n" \
-"                              command, exit 75\n" \
+"                              command and all it started, KILL after the\n" \
+"                              grace, exit 75\n" \
+"     --kill-after SECONDS     the grace between TERM and KILL once the lock\n" \
+"                              is lost (default 5)\n" \
 "     --lease SECONDS          count the lock lost once the server has not\n" \
 "                              answered for SECONDS (below its own timeout);\n" \
 "                              checks every SECONDS/4 unless --check says\n" \
@@ -313,6 +317,16 @@ static int set_lease(struct opts *o, const char *arg)
 		return usage_error("invalid lease '%s' (seconds from 0.001 to "
 				   "%u, fractions allowed)", arg,
 				   PIDLOCK_LEASE_MAX_MS / 1000);
+	return 0;
+}
+
+static int set_kill_after(struct opts *o, const char *arg)
+{
+	if (parse_seconds(arg, &o->kill_after_ms) < 0)
+		return usage_error("invalid grace '%s' (seconds from 0 to "
+				   "%d.%03d, fractions allowed)", arg,
+				   INT_MAX / 1000, INT_MAX % 1000);
+	o->kill_after_set = true;
 	return 0;
 }
 
@@ -514,6 +528,8 @@ static const struct optdef options[] = {
 	CALL("stale", OPT_STALE, required_argument, set_stale, M_ALL),
 	CALL("check", OPT_CHECK, required_argument, set_check, M_RUN),
 	CALL("lease", OPT_LEASE, required_argument, set_lease, M_RUN),
+	CALL("kill-after", OPT_KILL_AFTER, required_argument, set_kill_after,
+	     M_RUN),
 	BOOL("exec", 'F', exec, M_RUN | M_FD),
 	ALIAS("no-fork", 'F', no_argument),
 	MODE("status", OPT_STATUS, MODE_STATUS),
@@ -660,6 +676,10 @@ static int check_combinations(const struct opts *o, const struct parser *p)
 		return usage_error("%s", "--token needs a lock file: a "
 				   "descriptor's lock outlives pidlock, and no "
 				   "token can be given for it");
+	if (o->kill_after_set && !o->check_ms && !o->lease_ms)
+		return usage_error("%s", "--kill-after needs --check or --lease: "
+				   "it is the grace between TERM and KILL once "
+				   "the lock is lost");
 	if (o->exec && (o->check_ms || o->lease_ms))
 		return usage_error("%s", "--exec excludes --check and --lease: "
 				   "no pidlock process would be left to ask "
@@ -972,6 +992,7 @@ int parse_options(int argc, char **argv, struct opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->timeout_ms = -1;
+	o->kill_after_ms = KILL_AFTER_DEFAULT_MS;
 	o->conflict_code = 1;
 	getopt_tables(longopts, shortopts);
 	while ((key = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {

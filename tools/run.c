@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <sysexits.h>
@@ -36,12 +37,35 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Milliseconds on CLOCK_BOOTTIME, which runs on while the machine
+ * sleeps, as a file server's timeout does: the check schedule and the
+ * lease run on it, so that a machine woken from a suspend checks at once
+ * and finds a lease that lapsed meanwhile lapsed. */
+static int64_t boot_ms(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+		return mono_ms();
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* ---- taking the lock ---------------------------------------------- */
 
 /* What became of the lock while the command ran. */
 struct hold {
 	bool lost;		/* no longer ours: nothing more to write */
 	bool taken_away;	/* --check found so: exit 75 */
+	int64_t last_ok;	/* boot_ms() of the last check that said 0 */
+};
+
+/* The command and what it started (job.c). */
+struct job {
+	pid_t child;
+	bool done;		/* the command has exited: status is set */
+	int status;
+	int64_t kill_at;	/* boot_ms() at which survivors get KILL; -1 */
+	bool killing;		/* past it: KILL again at each SIGCHLD */
 };
 
 static void say_holder(struct pidlock *lock, const char *what)
@@ -133,6 +157,8 @@ struct sigstate {
 	sigset_t old_mask;
 	struct sigaction old_chld;
 	bool chld_reset;
+	timer_t timer;		/* CLOCK_BOOTTIME, signals SIGRTMIN */
+	bool timer_ok;
 };
 
 /* The forwarded signals, less those ignored when we started (nohup, or a
@@ -163,6 +189,7 @@ static int block_signals(struct sigstate *s)
 	if (r < 0)
 		return r;
 	if (sigaddset(&s->wait, SIGCHLD) < 0 ||
+	    sigaddset(&s->wait, SIGRTMIN) < 0 ||
 	    sigaction(SIGCHLD, NULL, &s->old_chld) < 0)
 		return -errno;
 	s->chld_reset = s->old_chld.sa_handler == SIG_IGN;
@@ -248,34 +275,82 @@ static int64_t check_interval_ms(const struct opts *o)
 	return o->lease_ms ? (o->lease_ms + 3) / 4 : -1;
 }
 
+/* Why the lock is lost, in the user's words.  Asked once the command
+ * has its TERM: the server answered the check a moment ago, but a
+ * question to it may still take a while. */
+static void loss_cause(const struct opts *o, struct pidlock *lock, int r,
+		       const struct hold *h, int64_t now, char *buf,
+		       size_t size)
+{
+	struct pidlock_info info;
+	struct stat held, named;
+
+	if (r != -ENOLCK) {
+		text_set(buf, size, "cannot tell whether it is still ours (%s), "
+			 "which a shared file system's server says before it "
+			 "gives the lock away", strerror(-r));
+	} else if (o->lease_ms && now - h->last_ok > o->lease_ms) {
+		text_set(buf, size, "the lease of %d.%03d s ran out: no check "
+			 "was answered for %lld ms", o->lease_ms / 1000,
+			 o->lease_ms % 1000, (long long)(now - h->last_ok));
+	} else if (fstat(pidlock_fd(lock), &held) < 0 ||
+		   lstat(pidlock_path(lock), &named) < 0 ||
+		   held.st_dev != named.st_dev || held.st_ino != named.st_ino) {
+		text_set(buf, size, "the path was removed or replaced");
+	} else if (pidlock_inspect(pidlock_path(lock), &info, 0) == 0 &&
+		   info.pid > 0 && info.pid != getpid()) {
+		text_set(buf, size, "another holder has it (pid %d)",
+			 (int)info.pid);
+	} else {
+		text_set(buf, size, "the file server dropped its kernel locks");
+	}
+}
+
 /*
  * --check: is the lock still ours?  The server is given the interval to
- * answer, or a second, whichever is shorter: no answer is no verdict
- * (the lease turns a silence into one).  Lost: the command is told with
- * TERM, as timeout(1) tells it its time is up, and we exit 75.
+ * answer, or a second, whichever is shorter: no answer (or an
+ * interrupted wait) is no verdict, and the lease turns a silence into
+ * one.  Any other error is taken as a loss: on a shared file system the
+ * server says EIO or the like while it drops the client's locks.  Lost:
+ * the command and everything it started get TERM, KILL after the grace,
+ * and we exit 75.
  */
-static void check(const struct opts *o, struct pidlock *lock, pid_t child,
-		  struct hold *h)
+static void check(const struct opts *o, struct pidlock *lock, struct job *j,
+		  struct hold *h, int64_t now)
 {
 	int64_t ms = check_interval_ms(o);
-	int r;
+	char why[256];
+	int r, n;
 
 	if (h->lost)
 		return;
 	r = pidlock_check(lock, (int)(ms < 1000 ? ms : 1000));
-	if (r == 0 || r == -ETIMEDOUT || r == -EAGAIN)
+	if (r == 0)
+		h->last_ok = now;
+	if (r == 0 || r == -ETIMEDOUT || r == -EAGAIN || r == -EINTR)
 		return;
 	h->lost = true;
 	h->taken_away = true;
-	if (r == -ENOLCK)
-		warn_file(o->lockfile, "the lock is lost (another holder has "
-			  "it, or the server did not answer within the lease): "
-			  "sending TERM to the command");
-	else
-		warn_file(o->lockfile, "cannot tell whether the lock is still "
-			  "ours (%s): sending TERM to the command",
-			  strerror(-r));
-	(void)kill(child, SIGTERM);
+	n = job_signal(j->child, j->done, SIGTERM);
+	j->kill_at = now + o->kill_after_ms;
+	loss_cause(o, lock, r, h, now, why, sizeof(why));
+	warn_file(o->lockfile, "the lock is lost: %s; sent TERM to %d "
+		  "process%s of the command, KILL in %d.%03d s to any left",
+		  why, n > 0 ? n : 0, n == 1 ? "" : "es",
+		  o->kill_after_ms / 1000, o->kill_after_ms % 1000);
+}
+
+/* Past the grace: KILL to whatever of the job is left; and again at each
+ * SIGCHLD after, to any it started meanwhile, until none is left. */
+static void kill_survivors(const struct opts *o, struct job *j)
+{
+	int n = job_signal(j->child, j->done, SIGKILL);
+
+	if (n > 0 && !j->killing)
+		warn_file(o->lockfile, "sent KILL to %d process%s still "
+			  "running", n, n == 1 ? "" : "es");
+	j->kill_at = -1;
+	j->killing = true;
 }
 
 /* Ctrl-C and Ctrl-\ go to the whole foreground process group, the
@@ -285,27 +360,36 @@ static bool from_terminal(int sig, const siginfo_t *si)
 	return (sig == SIGINT || sig == SIGQUIT) && si->si_code == SI_KERNEL;
 }
 
-/* One blocked signal, waiting at most until the monotonic time `until`
+/* One blocked signal, waiting at most until the boot_ms() time `until`
  * (for ever if it is negative); 0 when that time came first, -errno on
- * failure. */
-static int next_signal(const sigset_t *set, int64_t until, siginfo_t *si)
+ * failure.  The wait is a CLOCK_BOOTTIME timer, which the kernel fires
+ * on resume when its time passed during a suspend; a relative one, so
+ * that only readings of the clock decide when (a sigtimedwait(2) runs on
+ * CLOCK_MONOTONIC, which stops in a suspend: the fallback). */
+static int next_signal(const struct sigstate *s, int64_t until,
+		       siginfo_t *si)
 {
-	int64_t left = until - mono_ms();
+	int64_t left = until - boot_ms();
 	struct timespec ts;
 	int sig;
 
-	if (until < 0) {
-		sig = sigwaitinfo(set, si);
-		return sig >= 0 ? sig : -errno;
-	}
-	if (left < 0)
-		left = 0;
+	if (until >= 0 && left <= 0)
+		return 0;
 	ts.tv_sec = (time_t)(left / 1000);
 	ts.tv_nsec = (long)(left % 1000) * 1000000L;
-	sig = sigtimedwait(set, si, &ts);
-	if (sig >= 0)
-		return sig;
-	return errno == EAGAIN ? 0 : -errno;
+	if (until >= 0 && s->timer_ok) {
+		struct itimerspec its = { { 0, 0 }, ts };
+
+		if (timer_settime(s->timer, 0, &its, NULL) < 0)
+			return -errno;
+	}
+	if (until < 0 || s->timer_ok)
+		sig = sigwaitinfo(&s->wait, si);
+	else
+		sig = sigtimedwait(&s->wait, si, &ts);
+	if (sig == SIGRTMIN || (sig < 0 && errno == EAGAIN))
+		return 0;
+	return sig >= 0 ? sig : -errno;
 }
 
 /* The next of two timers (< 0: none). */
@@ -316,51 +400,59 @@ static int64_t earliest(int64_t a, int64_t b)
 	return b < 0 || a < b ? a : b;
 }
 
+/* Over: the command has exited, and after a loss, all it started too. */
+static bool job_over(const struct job *j, const struct hold *h)
+{
+	return j->done && (!h->taken_away ||
+			   job_signal(j->child, true, 0) <= 0);
+}
+
 /* Forward signals to the child until it exits; refresh the record of
  * a lock we hold meanwhile (with --fd there is none: lock is NULL), and
- * with --check or --lease ask whether it is still ours. */
+ * with --check or --lease ask whether it is still ours, and stop the
+ * job once it is not.  The clocks are read at every wake. */
 static int wait_command(const struct opts *o, struct pidlock *lock,
-			pid_t child, const sigset_t *set, int *status,
+			struct job *j, const struct sigstate *s,
 			struct hold *h)
 {
 	int64_t interval = refresh_interval_ms(o);
 	int64_t every = lock ? check_interval_ms(o) : -1;
-	int64_t next = lock ? mono_ms() + interval : -1;
-	int64_t next_check = every > 0 ? mono_ms() + every : -1;
+	int64_t now = boot_ms();
+	int64_t next = lock ? now + interval : -1;
+	int64_t next_check = every > 0 ? now + every : -1;
 
+	h->last_ok = now;
 	for (;;) {
 		siginfo_t si;
-		pid_t w;
-		int sig = next_signal(set, earliest(next, next_check), &si);
+		int64_t until = earliest(earliest(next, next_check),
+					 j->kill_at);
+		int sig = next_signal(s, until, &si);
 
-		if (sig == 0) {
-			int64_t now = mono_ms();
-
-			if (next_check >= 0 && now >= next_check) {
-				check(o, lock, child, h);
-				next_check = now + every;
-			}
-			if (next >= 0 && now >= next) {
-				refresh(o, lock, h);
-				next = now + interval;
-			}
-			continue;
-		}
-		if (sig == -EINTR)
-			continue;
-		if (sig < 0)
+		if (sig < 0 && sig != -EINTR)
 			return sig;
-		if (sig != SIGCHLD) {
+		if (sig == SIGCHLD) {
+			int r = job_reap(j->child, &j->status, &j->done);
+
+			if (r < 0)
+				return r;
+		} else if (sig > 0 && !j->done && !from_terminal(sig, &si)) {
 			/* ESRCH: it is exiting; its SIGCHLD comes next. */
-			if (!from_terminal(sig, &si))
-				(void)kill(child, sig);
-			continue;
+			(void)kill(j->child, sig);
 		}
-		w = waitpid(child, status, WNOHANG);
-		if (w == child)
+		now = boot_ms();
+		if (next_check >= 0 && now >= next_check) {
+			check(o, lock, j, h, now);
+			next_check = h->lost ? -1 : now + every;
+		}
+		if (next >= 0 && now >= next) {
+			refresh(o, lock, h);
+			next = h->lost ? -1 : now + interval;
+		}
+		if ((j->kill_at >= 0 && now >= j->kill_at) ||
+		    (j->killing && sig == SIGCHLD))
+			kill_survivors(o, j);
+		if (job_over(j, h))
 			return 0;
-		if (w < 0 && errno != EINTR)
-			return -errno;
 	}
 }
 
@@ -389,25 +481,53 @@ static int cannot_start(const struct opts *o, struct pidlock *lock,
 	return EX_OSERR;
 }
 
+/* The wake-up timer of the loop (next_signal()): without one, the wait
+ * falls back to sigtimedwait(2). */
+static void start_timer(struct sigstate *s)
+{
+	struct sigevent ev = { .sigev_notify = SIGEV_SIGNAL,
+			       .sigev_signo = SIGRTMIN };
+
+	s->timer_ok = timer_create(CLOCK_BOOTTIME, &ev, &s->timer) == 0;
+}
+
+/* With --check or --lease the job must be stoppable whole: its orphans
+ * must come to us (job.c).  A kernel that refuses is said, not fatal:
+ * the command and its own children are still reached. */
+static void become_reaper(const struct opts *o)
+{
+	int r;
+
+	if (!o->check_ms && !o->lease_ms)
+		return;
+	r = job_reaper();
+	if (r < 0)
+		warn_msg("cannot become a child subreaper (%s): a lost lock "
+			 "stops only the command's own processes",
+			 strerror(-r));
+}
+
 static int run_child(const struct opts *o, struct pidlock *lock)
 {
 	struct sigstate s;
-	struct hold h = { false, false };
-	pid_t child;
-	int r, status = 0;
+	struct hold h = { false, false, 0 };
+	struct job j = { 0, false, 0, -1, false };
+	int r;
 
 	r = block_signals(&s);
 	if (r < 0)
 		return cannot_start(o, lock, "block signals", -r);
+	become_reaper(o);
 	/* Unwritten output would be written twice, by us and the child;
 	 * a stream that cannot be flushed keeps its error (see out()). */
 	(void)fflush(NULL);
-	child = fork();
-	if (child < 0)
+	j.child = fork();
+	if (j.child < 0)
 		return cannot_start(o, lock, "fork", errno);
-	if (child == 0)
+	if (j.child == 0)
 		start_command(o, lock, &s);
-	r = wait_command(o, lock, child, &s.wait, &status, &h);
+	start_timer(&s);
+	r = wait_command(o, lock, &j, &s, &h);
 	/* The signals stay blocked: one arriving now must not kill us
 	 * before the command's status is passed on. */
 	release(o, lock, h.lost);
@@ -417,9 +537,9 @@ static int run_child(const struct opts *o, struct pidlock *lock)
 	}
 	if (h.taken_away)
 		return EX_TEMPFAIL;
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
+	if (WIFSIGNALED(j.status))
+		return 128 + WTERMSIG(j.status);
+	return WEXITSTATUS(j.status);
 }
 
 /* ---- --fd FD COMMAND ---------------------------------------------- */

@@ -75,5 +75,63 @@ rc=$?
 [ "$ms" -lt 3000 ] || fail "the lease of 1 s ended the command after $ms ms"
 pass "an unanswering server: the lease lapsed, the command got TERM after $ms ms, exit 75"
 
+# take_away LOCK: another client (b) takes the lock in place and writes
+# its record; pidlock on a must find it.  The peer's group is in $other.
+take_away() {
+	bg_peer flock -n "b/$1" sh -c \
+		'printf "pid=%s\ntimestamp=%s\ntag=other\n" $$ "$(date +%s)" > "b/$0"; exec sleep 30' "$1"
+	other=$LAST
+}
+
+# A script with children: one in the background, one that left the
+# process group and session with setsid.  Once the lock is lost all
+# three are stopped, not only the script.
+start_bg --check 0.1 a/j.lock sh -c \
+	'sleep 300 & echo $! > bg.pid; setsid sleep 300 & echo $! > sid.pid
+	 echo $$ > cmd.pid; wait'
+holder=$LAST
+wait_until test -s cmd.pid
+wait_until test -s sid.pid
+wait_until test -s src/j.lock
+take_away j.lock
+t0=$(date +%s%N)
+wait "$holder"
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$rc" -eq 75 ] || fail "pidlock exited $rc when the lock was taken away, not 75"
+for f in cmd bg sid; do
+	gone "$(cat $f.pid)" || fail "the $f process still runs after the lock was lost"
+done
+pass "a lost lock stops the script, its background child and its setsid child ($ms ms)"
+kill -KILL -- "-$other" 2>/dev/null
+rm -f src/j.lock ./*.pid
+
+# A command that ignores TERM, and its child, which inherits that: KILL
+# once the grace (--kill-after 1) has run out.
+start_bg --check 0.1 --kill-after 1 a/k.lock sh -c \
+	'trap "" TERM; sleep 300 & echo $! > bg.pid; echo $$ > cmd.pid
+	 i=0; while [ $i -lt 30 ]; do sleep 1; i=$((i + 1)); done'
+holder=$LAST
+wait_until test -s cmd.pid
+wait_until test -s bg.pid
+wait_until test -s src/k.lock
+take_away k.lock
+t0=$(date +%s%N)
+wait "$holder"
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$rc" -eq 75 ] || fail "pidlock exited $rc with a TERM-ignoring command, not 75"
+gone "$(cat cmd.pid)" || fail "the TERM-ignoring command still runs"
+gone "$(cat bg.pid)" || fail "its TERM-ignoring child still runs"
+[ "$ms" -ge 900 ] || fail "KILL came after $ms ms, before the grace of 1 s"
+# A bound for a loaded machine; without KILL the command ran its 30 s.
+[ "$ms" -lt 15000 ] || fail "the command ran on for $ms ms after the loss"
+pass "a TERM-ignoring command and its child: KILL after the grace ($ms ms), exit 75"
+kill -KILL -- "-$other" 2>/dev/null
+rm -f src/k.lock ./*.pid
+
+expect 64 "--kill-after without --check or --lease is refused" -- \
+	"$PIDLOCK" --kill-after 1 x.lock true
+
 fusermount3 -u a; fusermount3 -u b
 done_testing

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Run pidlock as the foreground job of a pseudo-terminal, type Ctrl-C,
 # and report how many SIGINTs the command got.
-# usage: tty.py PIDLOCK LOCKFILE DIR
+# usage: tty.py PIDLOCK LOCKFILE DIR [TRACE]
+# PIDLOCK_OPTS: more options for pidlock, before LOCKFILE.
 import os, pty, select, subprocess, sys, time
 
 pidlock, lockfile, work = sys.argv[1:4]
@@ -29,8 +30,9 @@ with open(sys.argv[2], "w") as f:
 
 pid, fd = pty.fork()
 if pid == 0:
-    os.execv(pidlock, [pidlock, lockfile, sys.executable, "-c", child,
-                       ready, count])
+    opts = os.environ.get("PIDLOCK_OPTS", "").split()
+    os.execv(pidlock, [pidlock] + opts + [lockfile, sys.executable, "-c",
+                                          child, ready, count])
 
 def drain(seconds):
     end = time.time() + seconds

@@ -204,3 +204,23 @@ need_second_user() {
 	command -v setpriv >/dev/null ||
 		fail "setpriv (util-linux) is not installed"
 }
+
+# shim_preload: sets SHIM to what LD_PRELOAD needs for the fault shim
+# (tests/fault/faultshim.c), with a sanitizer's runtimes first where the
+# build has them (make check-asan: a program built with AddressSanitizer
+# aborts unless its runtime comes first); exits 99 if it is not built.
+shim_preload() {
+	SHIM=$PWD/tests/fault/.libs/libfaultshim.so
+	[ -f "$SHIM" ] || { echo "no $SHIM: make check builds it" >&2; exit 99; }
+	case "${SAN_CFLAGS:-}" in
+	*address*)
+		for rt in libubsan.so libasan.so; do
+			f=$(${PY_TEST_CC:-cc} -print-file-name=$rt)
+			[ "$f" = "$rt" ] || SHIM="$f $SHIM"
+		done
+		# The shell commands run with them too.
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+		export ASAN_OPTIONS
+		;;
+	esac
+}

@@ -17,23 +17,9 @@
 . "$(dirname "$0")/lib.sh"
 
 if [ "${PIDREUSE_INNER:-}" != 1 ]; then
-	SHIM=$PWD/tests/fault/.libs/libfaultshim.so
+	shim_preload
 	REAPER=$PWD/tests/daemon/reaper
-	[ -f "$SHIM" ] || { echo "no $SHIM: make check builds it" >&2; exit 99; }
 	[ -x "$REAPER" ] || { echo "no $REAPER: make check builds it" >&2; exit 99; }
-	# A program built with AddressSanitizer aborts unless its runtime
-	# comes first among the preloaded libraries (make check-asan).
-	case "${SAN_CFLAGS:-}" in
-	*address*)
-		for rt in libubsan.so libasan.so; do
-			f=$(${PY_TEST_CC:-cc} -print-file-name=$rt)
-			[ "$f" = "$rt" ] || SHIM="$f $SHIM"
-		done
-		# The shell commands of the swap run with them too.
-		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
-		export ASAN_OPTIONS
-		;;
-	esac
 	if ! unshare -p -f --mount-proc sh -c \
 		'echo 100 > /proc/sys/kernel/ns_last_pid' 2>/dev/null; then
 		echo "SKIP: unshare -p -f --mount-proc, or writing ns_last_pid" \

@@ -19,4 +19,13 @@ pass "and releases the lock"
 grep -qx "count 1" "$T/out" || fail "SIGINTs the command got: $(cat "$T/out")"
 grep -q 'kill(' "$T/kills" && fail "pidlock sent: $(grep 'kill(' "$T/kills")"
 pass "pidlock does not send the terminal's SIGINT a second time"
+
+# With --check and --lease pidlock stops the whole job once the lock is
+# lost (job.c), and still leaves the process group as it is: Ctrl-C
+# reaches the command once, from the terminal.
+PIDLOCK_OPTS="--check 0.2 --lease 5" "$PYTHON" "$CLI_SRCDIR/ctrl_c.py" \
+	"$PIDLOCK" "$T/x.lock" "$T" > "$T/out" || fail "ctrl_c.py --check: $(cat "$T/out")"
+grep -qx "count 1" "$T/out" || fail "--check: SIGINTs the command got: $(cat "$T/out")"
+grep -qx "status 0" "$T/out" || fail "--check: pidlock's status: $(cat "$T/out")"
+pass "with --check, Ctrl-C still reaches the command exactly once"
 done_testing

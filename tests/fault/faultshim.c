@@ -12,6 +12,13 @@
  * a file, each refusal and each named temp file created is noted there,
  * so a test run can prove that the fallback ran.
  *
+ * A suspend, as the clocks see it: CLOCK_BOOTTIME runs on by the time
+ * the machine slept, CLOCK_MONOTONIC does not.  fault_suspend(ms) adds ms
+ * to every later CLOCK_BOOTTIME reading of this process; in a preloaded
+ * shim, FAULT_BOOTTIME_FILE=PATH adds the milliseconds PATH holds (read
+ * at each reading; none while it is missing), so that a test can put a
+ * suspend into a running program.
+ *
  * FAULT_BEFORE_PIDFD_OPEN=SCRIPT and FAULT_BEFORE_PIDFD_SEND_SIGNAL=SCRIPT
  * run /bin/sh SCRIPT once, to its end, right before the program's first
  * pidfd_open(2) or pidfd_send_signal(2) (through syscall(2) or the C
@@ -37,6 +44,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "faultshim.h"
@@ -188,6 +196,34 @@ EXPORT int fault_torn_left(void)
 EXPORT int fault_locks_readings(void)
 {
 	return torn.seen;
+}
+
+static int64_t slept_ms;
+
+EXPORT void fault_suspend(int64_t ms)
+{
+	slept_ms += ms;
+}
+
+/* FAULT_BOOTTIME_FILE's milliseconds, 0 without it. */
+static int64_t slept_file_ms(void)
+{
+	const char *path = getenv("FAULT_BOOTTIME_FILE");
+	char buf[32];
+	ssize_t n;
+	int fd;
+
+	if (!path)
+		return 0;
+	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	(void)close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strtoll(buf, NULL, 10);
 }
 
 static void *real(const char *name)
@@ -706,4 +742,23 @@ EXPORT int pidfd_send_signal(int pidfd, int sig, void *info,
 
 	run_hook("FAULT_BEFORE_PIDFD_SEND_SIGNAL", &st.send_hooked, pidfd);
 	return real_pidfd_send_signal(pidfd, sig, info, flags);
+}
+
+EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
+{
+	int64_t ms;
+	int r;
+
+	REAL(int, clock_gettime, (clockid_t, struct timespec *));
+	r = real_clock_gettime(id, ts);
+	if (r < 0 || id != CLOCK_BOOTTIME)
+		return r;
+	ms = slept_ms + slept_file_ms();
+	ts->tv_sec += (time_t)(ms / 1000);
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+	return r;
 }

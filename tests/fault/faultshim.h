@@ -4,6 +4,7 @@
 #define FAULTSHIM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Families of calls; a fault counts every member of its family. */
 enum fault_fn {
@@ -65,5 +66,9 @@ void fault_short_len(size_t len);
 void fault_torn_locks(unsigned long long ino, int pid, int skip, int readings);
 int fault_torn_left(void);
 int fault_locks_readings(void);
+
+/* A suspend of ms: every later CLOCK_BOOTTIME reading is ms ahead, and
+ * CLOCK_MONOTONIC's is not (also FAULT_BOOTTIME_FILE, faultshim.c). */
+void fault_suspend(int64_t ms);
 
 #endif

@@ -1131,6 +1131,26 @@ START_TEST(waiting_reader_gives_way_after_the_fact)
 }
 END_TEST
 
+/*
+ * The lease counts the time the machine slept: the file server's timeout
+ * runs on through a suspend, and CLOCK_MONOTONIC stops.  A holder woken
+ * after a minute must find a 2 s lease lapsed, not fresh.  The suspend
+ * is the shim's: CLOCK_BOOTTIME 60 s ahead, CLOCK_MONOTONIC not.
+ */
+START_TEST(lease_counts_suspend)
+{
+	struct pidlock *l = tu_new(tu_path("s.lock"), 0);
+
+	ck_assert_int_eq(pidlock_set_lease(l, 2000), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_check(l, 1000), 0);
+	fault_suspend(60000);
+	ck_assert_int_eq(pidlock_check(l, 1000), -ENOLCK);
+	ck_assert_int_eq(pidlock_release(l), -ENOLCK);
+	pidlock_free(l);
+}
+END_TEST
+
 static Suite *fault_suite(void)
 {
 	Suite *s = suite_create("fault");
@@ -1154,6 +1174,7 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc, test_refresh);
 	tcase_add_test(tc, test_no_rwf_noappend);
 	tcase_add_test(tc, sync_only_when_asked);
+	tcase_add_test(tc, lease_counts_suspend);
 	return s;
 }
 
