@@ -28,6 +28,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -75,6 +77,58 @@ static int retake(const struct pidlock *lock, int fd)
 	return r < 0 ? lost_errno(-r) : 0;
 }
 
+/* From a second open file description, which our exclusive locks
+ * exclude: 0 a conflict (someone holds them), -ENOLCK nobody does. */
+static int probe_kinds(const struct pidlock *lock, int probe)
+{
+	if (lock->set.kinds & PIDLOCK_KIND_OFD) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+		if (fcntl(probe, F_OFD_GETLK, &fl) < 0)
+			return lost_errno(errno);
+		if (fl.l_type == F_UNLCK)
+			return -ENOLCK;
+	}
+	if (lock->set.kinds & PIDLOCK_KIND_FLOCK) {
+		if (flock(probe, LOCK_EX | LOCK_NB) == 0) {
+			(void)flock(probe, LOCK_UN);
+			return -ENOLCK;
+		}
+		if (errno != EWOULDBLOCK)
+			return lost_errno(errno);
+	}
+	return 0;
+}
+
+/*
+ * Are our exclusive locks still there?  Asked before the re-take, from a
+ * second open file description of the file: a re-take from our own
+ * cannot tell a lock still ours from one the server dropped and that is
+ * free now (a file server restarted without its locks), and would take
+ * the dropped one back in silence, though another host may have held it
+ * in between.  A dropped lock is lost, for good.  Once this says someone
+ * holds them, others_lock() and the re-take tell whether it is us.  A
+ * shared hold cannot be told from another reader's: only re-taken.
+ */
+static int probe_own(const struct pidlock *lock, int fd)
+{
+	char path[40];
+	int probe, r;
+
+	if (lock->set.shared)
+		return 0;
+	(void)snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	probe = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	/* No /proc, or a file we may not read: not asked. */
+	if (probe < 0 && (errno == ENOENT || errno == EACCES))
+		return 0;
+	if (probe < 0)
+		return lost_errno(errno);
+	r = probe_kinds(lock, probe);
+	io_close_keep_errno(probe);
+	return r;
+}
+
 /*
  * The record must still be the one we wrote: the next holder on another
  * host may have taken the file over in place, written its own, and died
@@ -113,7 +167,10 @@ static bool remote(const struct pidlock *lock);
 /*
  * The questions, in the order that costs least when the answer is no:
  * 0 the lock is ours, -ENOLCK it is not, -errno the question failed.
- * fd is a descriptor of our open file description.
+ * fd is a descriptor of our open file description.  pidlock_check()'s
+ * (record) asks the record, and whether the locks were dropped; the
+ * write guard re-takes them, to write (a refresh repairs what a lockless
+ * writer did under them).
  */
 static int ask(struct pidlock *lock, int fd, bool record)
 {
@@ -126,6 +183,8 @@ static int ask(struct pidlock *lock, int fd, bool record)
 	if (st.st_dev != lock->hold.dev || st.st_ino != lock->hold.ino)
 		return -ENOLCK;
 	r = others_lock(lock, fd);
+	if (r == 0 && record)
+		r = probe_own(lock, fd);
 	if (r == 0)
 		r = retake(lock, fd);
 	if (r == 0) {

@@ -14,6 +14,10 @@
  *                         the file stays as it was
  *   flock1_holds          the same with flock(1) as the other holder
  *                         (a flock only: the re-take tells)
+ *   dropped_not_retaken   the locks dropped and nobody else holds them
+ *                         (a file server restarted without its locks):
+ *                         -ENOLCK, for good, and the lock is left free
+ *                         for the next holder, not taken back
  *   path_replaced         another file renamed over the path: -ENOLCK
  *   refresh_guard         the other holder wrote its record: refresh,
  *                         with no check before it, says -ENOLCK, and
@@ -167,6 +171,8 @@ START_TEST(another_holds)
 END_TEST
 
 /* flock(1) holds: only a re-take of our flock can tell. */
+/* Only the flock dropped, our OFD lock kept: nothing but the re-take of
+ * the flock tells that flock(1) has it now. */
 START_TEST(flock1_holds)
 {
 	char *path = tu_path("flock1.lock");
@@ -174,11 +180,28 @@ START_TEST(flock1_holds)
 	struct tu_child c;
 
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	drop_locks(l);
+	ck_assert_int_eq(flock(pidlock_fd(l), LOCK_UN), 0);
 	tu_flock1_hold(&c, path, false);
 	another_holds_check(l, path);
 	tu_tell(&c, '\n');
 	ck_assert_int_eq(tu_join(&c), 0);
+	pidlock_free(l);
+}
+END_TEST
+
+START_TEST(dropped_not_retaken)
+{
+	char *path = tu_path("d.lock");
+	struct pidlock *l = tu_new(path, 0), *next;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	drop_locks(l);
+	ck_assert_int_eq(pidlock_check(l, 1000), -ENOLCK);
+	ck_assert_int_eq(pidlock_check(l, 1000), -ENOLCK);
+	next = tu_new(path, 0);
+	ck_assert_int_eq(pidlock_acquire(next, 0), 0);
+	ck_assert_int_eq(pidlock_release(next), 0);
+	pidlock_free(next);
 	pidlock_free(l);
 }
 END_TEST
@@ -483,6 +506,7 @@ int main(void)
 		{ another_holds, 1 },
 		{ flock1_holds, 1 },
 		{ record_another, 1 },
+		{ dropped_not_retaken, 1 },
 		{ path_replaced, 1 },
 		{ refresh_guard, 1 },
 		{ lease_lapses, 1 },
