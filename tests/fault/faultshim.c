@@ -198,11 +198,16 @@ EXPORT int fault_locks_readings(void)
 	return torn.seen;
 }
 
-static int64_t slept_ms;
+static int64_t slept_ms, real_shift_ms;
 
 EXPORT void fault_suspend(int64_t ms)
 {
 	slept_ms += ms;
+}
+
+EXPORT void fault_step_realtime(int64_t ms)
+{
+	real_shift_ms += ms;
 }
 
 /* FAULT_BOOTTIME_FILE's milliseconds, 0 without it. */
@@ -751,11 +756,17 @@ EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 
 	REAL(int, clock_gettime, (clockid_t, struct timespec *));
 	r = real_clock_gettime(id, ts);
-	if (r < 0 || id != CLOCK_BOOTTIME)
+	if (r < 0 || (id != CLOCK_BOOTTIME && id != CLOCK_REALTIME))
 		return r;
-	ms = slept_ms + slept_file_ms();
+	ms = id == CLOCK_REALTIME ? real_shift_ms : slept_ms + slept_file_ms();
+	if (ms < 0 && ts->tv_sec + ms / 1000 - 1 < 0)
+		ms = -(int64_t)ts->tv_sec * 1000;	/* not before 1970 */
 	ts->tv_sec += (time_t)(ms / 1000);
 	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec < 0) {
+		ts->tv_sec--;
+		ts->tv_nsec += 1000000000L;
+	}
 	if (ts->tv_nsec >= 1000000000L) {
 		ts->tv_sec++;
 		ts->tv_nsec -= 1000000000L;

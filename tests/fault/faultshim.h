@@ -70,5 +70,7 @@ int fault_locks_readings(void);
 /* A suspend of ms: every later CLOCK_BOOTTIME reading is ms ahead, and
  * CLOCK_MONOTONIC's is not (also FAULT_BOOTTIME_FILE, faultshim.c). */
 void fault_suspend(int64_t ms);
+/* The wall clock stepped by ms (negative: back), from now on. */
+void fault_step_realtime(int64_t ms);
 
 #endif

@@ -19,6 +19,8 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1151,6 +1153,50 @@ START_TEST(lease_counts_suspend)
 }
 END_TEST
 
+/*
+ * A fencing token with the wall clock stepped back ten years: the high
+ * mark keeps tokens increasing (mark + 1); with the mark gone (the
+ * directory made again) and a clock before 2026, the clock is taken
+ * for unset, and the grant is refused (-ETIME), nothing held.
+ */
+START_TEST(token_clock_stepped_back)
+{
+	const int64_t ten_years_ms = INT64_C(10) * 365 * 86400 * 1000;
+	char *tdir = tu_mkdtemp(tu_dir(), "tok");
+	char tpath[PATH_MAX];
+	struct pidlock *l;
+	uint64_t t1 = 0, t2 = 0;
+	int r;
+
+	snprintf(tpath, sizeof(tpath), "%s/t.lock", tdir);
+	l = tu_new(tpath, PIDLOCK_TOKEN);
+	r = pidlock_acquire(l, 0);
+	if (r == -EOPNOTSUPP) {
+		fprintf(stderr, "not tested: no user xattrs in %s\n", tdir);
+		pidlock_free(l);
+		return;
+	}
+	ck_assert_int_eq(r, 0);
+	ck_assert_int_eq(pidlock_token(l, &t1), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	fault_step_realtime(-ten_years_ms);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_token(l, &t2), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(t2 == t1 + 1, "token %llu after %llu, clock stepped back",
+		      (unsigned long long)t2, (unsigned long long)t1);
+	ck_assert_int_eq(rmdir(tdir), 0);
+	ck_assert_int_eq(mkdir(tdir, 0700), 0);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -ETIME);
+	ck_assert_int_eq(pidlock_fd(l), -ENOLCK);
+	ck_assert(!tu_exists(tpath));
+	fault_step_realtime(ten_years_ms);
+	pidlock_free(l);
+	tu_rmtree(tdir);
+	free(tdir);
+}
+END_TEST
+
 static Suite *fault_suite(void)
 {
 	Suite *s = suite_create("fault");
@@ -1175,6 +1221,7 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc, test_no_rwf_noappend);
 	tcase_add_test(tc, sync_only_when_asked);
 	tcase_add_test(tc, lease_counts_suspend);
+	tcase_add_test(tc, token_clock_stepped_back);
 	return s;
 }
 
