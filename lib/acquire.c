@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -234,6 +235,52 @@ static int again_pause(struct pidlock *lock, struct watch *w, int64_t deadline,
 }
 
 /*
+ * A file server that is down answers -EIO (a GlusterFS brick restarting)
+ * or -ENOTCONN (its client's connection gone).  A timed acquire waits
+ * that out, as it waits out a holder: it tries again after a pause, 10
+ * ms doubling up to the poll interval, and says the error only once its
+ * time is up.  A try says it at once; so does a wait without a bound,
+ * which would otherwise wait for good behind a broken disk.  0: try
+ * again; else the error, or -EINTR if a signal handler ran.
+ */
+static int outage_pause(const struct pidlock *lock, int64_t deadline,
+			int r, int *pauses)
+{
+	int64_t ms = lock->set.retry_ms, left;
+	struct timespec ts;
+
+	if ((r != -EIO && r != -ENOTCONN) || deadline <= 0)
+		return r;
+	left = deadline - io_now_ms();
+	if (left <= 0)
+		return r;
+	if (*pauses < 8 && (int64_t)10 << *pauses < ms)
+		ms = (int64_t)10 << *pauses;
+	(*pauses)++;
+	if (ms > left)
+		ms = left;
+	ts.tv_sec = (time_t)(ms / 1000);
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	if (nanosleep(&ts, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+/* r, or OUTAGE_AGAIN once an outage's pause is over: the descriptor
+ * kept from the last try is given up first, and the next try starts
+ * afresh. */
+#define OUTAGE_AGAIN (TRY_GONE + 1)	/* no try_result */
+static int outage_or(const struct pidlock *lock, struct watch *w, int *fdp,
+		     int64_t deadline, int r, int *pauses)
+{
+	r = outage_pause(lock, deadline, r, pauses);
+	if (r != 0)
+		return r;
+	wait_drop_kept(w, fdp);
+	return OUTAGE_AGAIN;
+}
+
+/*
  * Creating the temp file needs write access to the directory (and free
  * space); taking over an existing lock file does not.  So a failure to
  * create sends us to step 3, and is reported only if there is no file.
@@ -250,7 +297,7 @@ int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 {
 	int64_t deadline = timeout_ms < 0 ? -1
 			 : timeout_ms == 0 ? 0 : io_now_ms() + timeout_ms;
-	int retries = 0, agains = 0, streak = 0;
+	int retries = 0, agains = 0, streak = 0, pauses = 0;
 	bool busy = *busyp;
 
 	for (;;) {
@@ -266,10 +313,15 @@ int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 				continue;
 			if (r != -EAGAIN)
 				retries = 0;
-			if (create_error_may_pass(r))
+			if (create_error_may_pass(r)) {
 				create_err = r;
-			else if (r != -EEXIST)
+			} else if (r != -EEXIST) {
+				r = outage_or(lock, w, fdp, deadline, r,
+					      &pauses);
+				if (r == OUTAGE_AGAIN)
+					continue;
 				return r;
+			}
 		}
 		r = existing_try(lock, deadline, fdp);
 		streak = r == TRY_GONE ? streak + 1 : 0;
@@ -286,6 +338,10 @@ int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 			wait_unwatch_file(w);
 		if (r == TRY_AGAIN && create_err)
 			return create_err;
+		if (r < 0)
+			r = outage_or(lock, w, fdp, deadline, r, &pauses);
+		if (r == OUTAGE_AGAIN)
+			continue;
 		if (r < 0 || r == TRY_HELD_BY_US)
 			return r < 0 ? r : 0;
 		if (r == TRY_AGAIN) {

@@ -54,6 +54,7 @@
 static struct {
 	enum fault_fn fn;
 	int nth;		/* fail the nth call (1-based); 0: disarmed */
+	int last;		/* and each after it up to the last-th */
 	int err;		/* errno, or FAULT_SHORT */
 	int calls;		/* calls of fn since armed */
 	int hit;		/* faults injected */
@@ -76,10 +77,17 @@ EXPORT void fault_arm(enum fault_fn fn, int nth, int err)
 {
 	st.fn = fn;
 	st.nth = nth;
+	st.last = nth;
 	st.err = err;
 	st.calls = 0;
 	st.hit = 0;
 	st.path[0] = '\0';
+}
+
+EXPORT void fault_arm_from(enum fault_fn fn, int nth, int err)
+{
+	fault_arm(fn, nth, err);
+	st.last = INT32_MAX;
 }
 
 EXPORT void fault_disarm(void)
@@ -253,7 +261,7 @@ static bool inject(enum fault_fn fn, bool *shorten)
 {
 	if (!st.nth || st.fn != fn)
 		return false;
-	if (++st.calls != st.nth)
+	if (++st.calls < st.nth || st.calls > st.last)
 		return false;
 	st.hit++;
 	if (st.err == FAULT_SHORT) {

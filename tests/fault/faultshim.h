@@ -24,6 +24,8 @@ enum fault_fn {
 #define FAULT_SHORT (-1)
 
 void fault_arm(enum fault_fn fn, int nth, int err);
+/* The same, for the nth call and every one after it: an outage. */
+void fault_arm_from(enum fault_fn fn, int nth, int err);
 void fault_disarm(void);
 int fault_calls(void);
 int fault_hits(void);

@@ -1197,6 +1197,70 @@ START_TEST(token_clock_stepped_back)
 }
 END_TEST
 
+/*
+ * A file server that is down (a GlusterFS brick restarting) fails every
+ * call with EIO.  A timed acquire waits a short outage out and gets the
+ * lock; one that outlasts the timeout is -EIO once the time is up, not
+ * before; a try says -EIO at once.  The outage is the shim's: every
+ * open(2) and openat(2) fails from the first on.
+ */
+static int acquire_in_outage(struct pidlock *l, enum fault_fn fn, int ms,
+			     long *took)
+{
+	long t0 = tu_ms();
+	int r;
+
+	fault_arm_from(fn, 1, EIO);
+	r = pidlock_acquire(l, ms);
+	*took = tu_ms() - t0;
+	fault_disarm();
+	return r;
+}
+
+/* The outage ends after ms: a thread lifts it. */
+static void *lift_after(void *arg)
+{
+	tu_msleep((unsigned int)(long)arg);
+	fault_disarm();
+	return NULL;
+}
+
+START_TEST(timed_acquire_rides_out_outage)
+{
+	struct pidlock *l = tu_new(tu_path("o.lock"), 0);
+	enum fault_fn fn = FAULT_OPENAT;
+	pthread_t th;
+	long took;
+	int r;
+
+	/* Which family the create path opens with, here. */
+	fault_arm(FAULT_OPENAT, 1, EIO);
+	r = pidlock_acquire(l, 0);
+	if (fault_hits() == 0)
+		fn = FAULT_OPEN;
+	fault_disarm();
+	if (r == 0)
+		ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_int_eq(acquire_in_outage(l, fn, 0, &took), -EIO);
+	ck_assert_int_eq(acquire_in_outage(l, fn, 400, &took), -EIO);
+	fprintf(stderr, "outage: a 400 ms acquire said -EIO after %ld ms\n",
+		took);
+	ck_assert_int_ge(took, 399);
+	/* An outage of 300 ms within a timeout of 5 s. */
+	fault_arm_from(fn, 1, EIO);
+	ck_assert_int_eq(pthread_create(&th, NULL, lift_after, (void *)300L), 0);
+	took = tu_ms();
+	r = pidlock_acquire(l, 5000);
+	took = tu_ms() - took;
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	fprintf(stderr, "outage: 300 ms, the acquire got the lock after %ld ms\n",
+		took);
+	ck_assert_int_eq(r, 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	pidlock_free(l);
+}
+END_TEST
+
 static Suite *fault_suite(void)
 {
 	Suite *s = suite_create("fault");
@@ -1222,6 +1286,7 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc, sync_only_when_asked);
 	tcase_add_test(tc, lease_counts_suspend);
 	tcase_add_test(tc, token_clock_stepped_back);
+	tcase_add_test(tc, timed_acquire_rides_out_outage);
 	return s;
 }
 
