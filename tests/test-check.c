@@ -431,8 +431,8 @@ START_TEST(check_under_signals)
 	struct fuse_mnt m;
 	struct pidlock *l;
 	char path[PATH_MAX + 16];
-	int held, intr, calls = 0, r;
-	long t0, left;
+	int held, intr, calls = 0;
+	long t0;
 
 	if (!bindfs_start(&m))
 		return;
@@ -448,8 +448,9 @@ START_TEST(check_under_signals)
 	ck_assert_int_eq(kill(m.daemon, SIGSTOP), 0);
 	t0 = tu_ms();
 	do {
-		left = 1000 - (tu_ms() - t0);
-		r = pidlock_check(l, left > 0 ? (int)left : 0);
+		long left = 1000 - (tu_ms() - t0);
+		int r = pidlock_check(l, left > 0 ? (int)left : 0);
+
 		calls++;
 		if (r == -ETIMEDOUT)
 			break;

@@ -209,8 +209,8 @@ int job_signal(pid_t child, bool child_done, int sig)
 		return 1;
 	}
 	n = list_procs(&v);
-	if (n < 0)
-		return n;
+	if (n <= 0 || !v)
+		return n < 0 ? n : 0;
 	mark_descendants(v, n, getpid());
 	for (int i = 0; i < n; i++) {
 		if (!v[i].ours)

@@ -8,9 +8,9 @@
  * local file both can reach, as a database server reachable from both
  * hosts would be.
  *
- *   partition holder PATH RESOURCE LEASE_MS SECONDS
- *   partition verifier PATH RESOURCE LEASE_MS SECONDS
- *   partition waiter PATH RESOURCE SECONDS
+ *   partition holder PATH RESOURCE LEASE_MS SECONDS [late]
+ *   partition verifier PATH RESOURCE LEASE_MS SECONDS [late]
+ *   partition waiter PATH RESOURCE SECONDS [WAIT_MS]
  *
  * The holder takes PATH with PIDLOCK_TOKEN (and a lease, unless
  * LEASE_MS is 0), then for SECONDS: every 200 ms, a pidlock_check()
@@ -18,15 +18,29 @@
  * lock (waiting without a limit), then works as the holder does for
  * SECONDS and releases.  The verifier is a holder that asks
  * pidlock_verify() instead, as a holder could before pidlock_check():
- * the "before" of the partition's timeline.  Each prints one line per
- * event on stdout:
+ * the "before" of the partition's timeline.
+ *
+ * make check-restart (restart.sh) adds two things.  A waiter given
+ * WAIT_MS waits in a timed pidlock_acquire(WAIT_MS), the kind that must
+ * ride out a file server's outage (a brick killed and restarted), and
+ * logs its failure as an event (an unbounded wait says -EIO at once
+ * while the brick is down, by design).  A holder given "late" writes
+ * once more at its end, with its token, if its last check did not say
+ * 0: the write of a holder that was already on its way when the lock
+ * was lost, which no check can stop and the resource must refuse once
+ * the next holder has written.
+ *
+ * Each prints one line per event on stdout:
  *
  *   T_MS WHO EVENT [VALUE [MS]]
  *
  * T_MS is CLOCK_REALTIME in ms (both run on this host), EVENT one of
- * held (VALUE: the token), check (VALUE: its result, MS: how long it
- * took), wrote, refused (the resource's verdict on a write), release
- * (VALUE: its result).  partition.sh reads them.
+ * wait (VALUE: the acquire's timeout), held (VALUE: the token, MS: how
+ * long the acquire took), acquire (VALUE: the acquire's error, MS: how
+ * long it took), check (VALUE: its result, MS: how long it took),
+ * wrote, refused (the resource's verdict on a write), late (VALUE: 1
+ * the resource took the late write, 0 it refused it), release (VALUE:
+ * its result).  partition.sh and restart.sh read them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -119,15 +133,18 @@ static int ask(struct pidlock *l)
 	return by_verify ? pidlock_verify(l) : pidlock_check(l, CHECK_MS);
 }
 
-/* SECONDS of work, each round only if the check says the lock is ours. */
-static void work(struct pidlock *l, const char *resource, uint64_t token,
-		 long long seconds)
+/* SECONDS of work, each round only if the check says the lock is ours.
+ * The last check's result. */
+static int work(struct pidlock *l, const char *resource, uint64_t token,
+		long long seconds)
 {
 	long long end = now_ms() + seconds * 1000;
+	int r = 0;
 
 	while (now_ms() < end) {
 		long long t0 = now_ms();
-		int r = ask(l);
+
+		r = ask(l);
 
 		say("check", r, now_ms() - t0);
 		if (r == 0)
@@ -135,39 +152,52 @@ static void work(struct pidlock *l, const char *resource, uint64_t token,
 			    (long long)token, 0);
 		pause_ms(ROUND_MS);
 	}
+	return r;
 }
 
 int main(int argc, char **argv)
 {
 	struct pidlock *l;
 	uint64_t token = 0;
-	bool holder;
+	long long t0, wait_ms;
+	bool holder, late;
 	int r;
 
 	if (argc < 5 || (strcmp(argv[1], "holder") != 0 &&
 			 strcmp(argv[1], "verifier") != 0 &&
 			 strcmp(argv[1], "waiter") != 0)) {
 		fprintf(stderr, "usage: partition holder|verifier PATH RESOURCE "
-			"LEASE_MS SECONDS | waiter PATH RESOURCE SECONDS\n");
+			"LEASE_MS SECONDS [late] | waiter PATH RESOURCE SECONDS "
+			"[WAIT_MS]\n");
 		return 64;
 	}
 	by_verify = strcmp(argv[1], "verifier") == 0;
 	holder = strcmp(argv[1], "waiter") != 0;
 	who = holder ? "A" : "B";
+	late = holder && argc > 6 && strcmp(argv[6], "late") == 0;
+	/* The holder's acquire is bounded (the lock is free); the waiter
+	 * waits without a limit unless it is given one. */
+	wait_ms = holder ? 10000 : argc > 5 ? atoll(argv[5]) : -1;
 	if (pidlock_new(&l, argv[2], PIDLOCK_TOKEN) < 0)
 		return 2;
 	if (holder && argc > 5 && atoi(argv[4]) > 0 &&
 	    pidlock_set_lease(l, (unsigned int)atoi(argv[4])) < 0)
 		return 2;
-	r = pidlock_acquire(l, holder ? 10000 : -1);
+	if (!holder)
+		say("wait", wait_ms, 0);
+	t0 = now_ms();
+	r = pidlock_acquire(l, (int)wait_ms);
 	if (r < 0) {
+		say("acquire", r, now_ms() - t0);
 		fprintf(stderr, "%s: acquire: %s\n", who, strerror(-r));
 		return 2;
 	}
 	if (pidlock_token(l, &token) < 0)
 		return 2;
-	say("held", (long long)token, 0);
-	work(l, argv[3], token, atoll(holder ? argv[5] : argv[4]));
+	say("held", (long long)token, now_ms() - t0);
+	r = work(l, argv[3], token, atoll(holder ? argv[5] : argv[4]));
+	if (late && r != 0)
+		say("late", fenced_write(argv[3], token), 0);
 	r = pidlock_release(l);
 	say("release", r, 0);
 	pidlock_free(l);
