@@ -269,7 +269,11 @@ class Lock(_lib.Owner):
             self._owner = os.getpid()
 
     def verify(self) -> None:
-        """Raise BrokenLock unless the path still names the held file."""
+        """Raise BrokenLock unless the path still names the held file.
+
+        That is all it asks: on a shared file system a server that
+        restarted or gave the lock to another host goes unseen here;
+        check() asks the server (pidlock_check(3))."""
         with self._guard:
             rc = _lib.lib.pidlock_verify(self._live())
             if rc < 0:

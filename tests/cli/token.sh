@@ -48,6 +48,17 @@ for round in 1 2 3; do
 done
 pass "the directory made again three times: tokens still increasing"
 
+# The directory replaced while a holder has its token: the next holder,
+# in the new directory, outranks it.
+start_bg --token run/t.lock sh -c 'echo "$PIDLOCK_TOKEN" > tokA; exec sleep 30'
+wait_until test -s tokA
+mv run run.old && mkdir run
+tok=$("$PIDLOCK" --token run/t.lock sh -c 'echo "$PIDLOCK_TOKEN"') ||
+	fail "the run in the new directory failed"
+[ "$tok" -gt "$(cat tokA)" ] || fail "token $tok in the new directory, under the holder's $(cat tokA)"
+kill -TERM "$LAST"
+pass "the directory replaced while A holds: B's token $tok is above A's $(cat tokA)"
+
 # attrs DIR: the user.pidlock.token* attributes of DIR, one a line.
 attrs() {
 	"$PYTHON" -c 'import os, sys
