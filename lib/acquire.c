@@ -235,8 +235,9 @@ static int again_pause(struct pidlock *lock, struct watch *w, int64_t deadline,
 }
 
 /*
- * A file server that is down answers -EIO (a GlusterFS brick restarting)
- * or -ENOTCONN (its client's connection gone).  A timed acquire waits
+ * A file server that is down answers -EIO (a GlusterFS brick restarting),
+ * -ENOTCONN (its client's connection gone) or, on a descriptor opened
+ * before, -EBADFD (GlusterFS, measured by make check-restart).  A timed acquire waits
  * that out, as it waits out a holder: it tries again after a pause, 10
  * ms doubling up to the poll interval, and says the error only once its
  * time is up.  A try says it at once; so does a wait without a bound,
@@ -249,7 +250,7 @@ static int outage_pause(const struct pidlock *lock, int64_t deadline,
 	int64_t ms = lock->set.retry_ms, left;
 	struct timespec ts;
 
-	if ((r != -EIO && r != -ENOTCONN) || deadline <= 0)
+	if ((r != -EIO && r != -ENOTCONN && r != -EBADFD) || deadline <= 0)
 		return r;
 	left = deadline - io_now_ms();
 	if (left <= 0)

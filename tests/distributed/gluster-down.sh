@@ -44,9 +44,13 @@ for m in a b; do
 	fi
 	stop "$(pidof_file "$DIR/run/client-$m.pid")"
 done
-# The brick: its pid file is under our run directory; the socket and
-# the log it was told to use are outside DIR, and removed by name.
-for pf in "$DIR"/run/vols/"$VOL"/*.pid; do
+# The bricks: their pid files are under our run directory; the socket
+# and the log each was told to use are outside DIR, and removed by name.
+# A replica volume (GLUSTER_REPLICA) has a self-heal daemon too, whose
+# pid file is under the run directory as well: stopped the same way,
+# its socket removed (its log, /var/log/glusterfs/glustershd.log, is a
+# name every glusterd of this host shares, and stays).
+for pf in "$DIR"/run/vols/"$VOL"/*.pid "$DIR"/run/shd/"$VOL"/*.pid; do
 	[ -f "$pf" ] || continue
 	pid=$(pidof_file "$pf")
 	if ours "$pid"; then

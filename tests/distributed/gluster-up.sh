@@ -28,6 +28,10 @@
 # on the volume before its start (network.ping-timeout and the brick's
 # keepalive, which decide when each side gives the other up).  The mounts stay in this mount
 # namespace: only the processes' network is another.
+#
+# make check-restart (restart.sh) sets GLUSTER_REPLICA=N (2 or more) for
+# a replica N volume of N bricks on this one host, DIR/brick1 to
+# DIR/brickN, each its own glusterfsd; unset or 1, the one brick DIR/brick.
 set -u
 
 DIR=${1:?usage: gluster-up.sh DIR [remount M]}
@@ -102,8 +106,24 @@ if [ -z "${GLUSTER_NETNS_SERVER:-}" ] && command -v ss >/dev/null 2>&1 &&
 	skip "port $PORT is in use (a glusterd of the system?)"
 fi
 
-mkdir -p "$DIR/wd" "$DIR/run" "$DIR/log" "$DIR/brick" "$DIR/a" "$DIR/b" ||
+REPLICA=${GLUSTER_REPLICA:-1}
+case $REPLICA in
+''|*[!0-9]*) fail "GLUSTER_REPLICA must be a number" ;;
+esac
+mkdir -p "$DIR/wd" "$DIR/run" "$DIR/log" "$DIR/a" "$DIR/b" ||
 	fail "cannot make $DIR"
+if [ "$REPLICA" -gt 1 ]; then
+	BRICKS="replica $REPLICA"
+	i=1
+	while [ "$i" -le "$REPLICA" ]; do
+		mkdir -p "$DIR/brick$i" || fail "cannot make $DIR/brick$i"
+		BRICKS="$BRICKS $HOST:$DIR/brick$i"
+		i=$((i + 1))
+	done
+else
+	mkdir -p "$DIR/brick" || fail "cannot make $DIR/brick"
+	BRICKS="$HOST:$DIR/brick"
+fi
 cat >"$DIR/glusterd.vol" <<VOL || fail "cannot write glusterd.vol"
 volume management
     type mgmt/glusterd
@@ -138,8 +158,9 @@ until cli volume list >/dev/null 2>&1; do
 	sleep 0.1
 done
 # force: the brick is on the root file system, which glusterd would
-# rather not have.
-cli volume create "$VOL" "$HOST:$DIR/brick" force >"$DIR/log/create" 2>&1 ||
+# rather not have (and replica bricks all on one host).
+# shellcheck disable=SC2086 # BRICKS: words, none with a space (mktemp)
+cli volume create "$VOL" $BRICKS force >"$DIR/log/create" 2>&1 ||
 	fail "volume create: $(cat "$DIR/log/create")"
 # GLUSTER_VOLUME_SET: "KEY VALUE;KEY VALUE...", each set in turn.
 old_ifs=$IFS
