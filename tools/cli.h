@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 
 #include <pidlock.h>
@@ -101,6 +102,24 @@ int cmd_run(const struct opts *o);
 int run_fd_command(const struct opts *o);
 int acquire_lock(const struct opts *o, struct pidlock *lock, int timeout_ms,
 		 const char *refused);
+
+/* Older C libraries' headers lack them: the numbers are the same on
+ * every architecture. */
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+/* util.c: what /proc/PID/stat says of a process: 0, or -1 if it is gone
+ * or the line cannot be read. */
+struct proc_stat {
+	char state;		/* 'R', 'S', ..., 'Z' */
+	pid_t ppid;
+	int exit_signal;	/* 0 for a clone without one */
+};
+int proc_stat(pid_t pid, struct proc_stat *st);
 
 /* job.c: the command and all it started (--check, --lease) */
 int job_reaper(void);

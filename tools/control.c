@@ -24,10 +24,6 @@
 
 #include "cli.h"
 
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
-
 /* ---- signal names -------------------------------------------------- */
 
 static const struct {

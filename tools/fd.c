@@ -119,26 +119,9 @@ static int shares_description(pid_t pid, int fd)
 /* The parent of pid, from /proc/PID/stat; 0 if unknown. */
 static pid_t parent_of(pid_t pid)
 {
-	char name[64], buf[512];
-	const char *p;
-	long ppid;
-	ssize_t n;
-	int fd;
+	struct proc_stat st;
 
-	text_set(name, sizeof(name), "/proc/%ld/stat", (long)pid);
-	fd = open(name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	(void)close(fd);	/* read-only, as above */
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* "pid (comm) state ppid ...": comm may hold spaces and ")". */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %ld", &ppid) != 1 || ppid <= 0)
-		return 0;
-	return (pid_t)ppid;
+	return proc_stat(pid, &st) == 0 ? st.ppid : 0;
 }
 
 /*

@@ -26,9 +26,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -37,13 +35,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 
 struct proc {
 	pid_t pid, ppid;
@@ -62,52 +53,23 @@ static bool proc_is_ours(void)
 	return strtol(buf, NULL, 10) == (long)getpid();
 }
 
-/* Field n (3: the state, 4: the parent, 38: the exit signal) of
- * /proc/PID/stat, from the text after the command name. */
-static long stat_field(const char *p, int n)
-{
-	for (int f = 3; f < n && p; f++) {
-		p = strchr(p, ' ');
-		if (p)
-			p++;
-	}
-	return p ? strtol(p, NULL, 10) : -1;
-}
-
 /*
- * The parent of pid, from /proc/PID/stat; -1 if gone or unreadable, and
- * 0 for what is not the job's: a zombie (it starts nothing, and its
- * parent reaps it) and a child of ours with no exit signal, which is the
- * library's helper (pidlock_check(3)), not the command's.
+ * The parent of pid; -1 if gone or unreadable, and 0 for what is not
+ * the job's: a zombie (it starts nothing, and its parent reaps it) and
+ * a child of ours with no exit signal, which is the library's helper
+ * (pidlock_check(3)), not the command's.
  */
 static pid_t parent_of(pid_t pid)
 {
-	char path[64], buf[1024];
-	const char *p;
-	ssize_t n;
-	pid_t ppid;
-	int fd;
+	struct proc_stat st;
 
-	(void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (proc_stat(pid, &st) < 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	(void)close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	/* The command name may hold anything, ')' too: the last one ends it. */
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
-		return -1;
-	p += 2;
-	if (*p == 'Z')
+	if (st.state == 'Z')
 		return 0;
-	ppid = (pid_t)stat_field(p, 4);
-	if (ppid == getpid() && stat_field(p, 38) == 0)
+	if (st.ppid == getpid() && st.exit_signal == 0)
 		return 0;
-	return ppid;
+	return st.ppid;
 }
 
 /* Every process of /proc with its parent; -errno, or the count. */

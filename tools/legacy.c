@@ -44,13 +44,6 @@
 
 #include "cli.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
-
 /* /proc/PID/comm: TASK_COMM_LEN of <linux/sched.h> less its '\0'. */
 #define COMM_MAX 15
 /* What readlink(2) of /proc/PID/exe adds once the file is unlinked. */

@@ -389,3 +389,40 @@ int finish_stdout(void)
 	warn_msg("write error: %s", strerror(errno ? errno : EIO));
 	return EX_IOERR;
 }
+
+/* "pid (comm) state ppid ...": comm may hold spaces and ')', so the
+ * fields are counted from the last ')'; exit_signal is the 38th. */
+int proc_stat(pid_t pid, struct proc_stat *st)
+{
+	char name[64], buf[1024];
+	const char *p;
+	ssize_t n;
+	int fd, field = 3;
+
+	text_set(name, sizeof(name), "/proc/%ld/stat", (long)pid);
+	fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	(void)close(fd);	/* read-only: nothing to lose */
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2])
+		return -1;
+	p += 2;
+	st->state = *p;
+	st->ppid = 0;
+	st->exit_signal = -1;
+	for (; p && field <= 38; field++) {
+		if (field == 4)
+			st->ppid = (pid_t)strtol(p, NULL, 10);
+		else if (field == 38)
+			st->exit_signal = (int)strtol(p, NULL, 10);
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	return st->ppid > 0 || pid == 1 ? 0 : -1;
+}

@@ -83,21 +83,29 @@ take_away() {
 	other=$LAST
 }
 
+# lose_lock LOCK FILE...: once each FILE is written (the command and its
+# children are up) and the record is on the server, another client takes
+# LOCK away; waits for pidlock (the last start_bg), and sets rc and ms,
+# from the takeover to pidlock's exit.
+lose_lock() {
+	holder=$LAST lock=$1
+	shift
+	for f in "$@"; do wait_until test -s "$f"; done
+	wait_until test -s "src/$lock"
+	take_away "$lock"
+	t0=$(date +%s%N)
+	wait "$holder"
+	rc=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+}
+
 # A script with children: one in the background, one that left the
 # process group and session with setsid.  Once the lock is lost all
 # three are stopped, not only the script.
 start_bg --check 0.1 a/j.lock sh -c \
 	'sleep 300 & echo $! > bg.pid; setsid sleep 300 & echo $! > sid.pid
 	 echo $$ > cmd.pid; wait'
-holder=$LAST
-wait_until test -s cmd.pid
-wait_until test -s sid.pid
-wait_until test -s src/j.lock
-take_away j.lock
-t0=$(date +%s%N)
-wait "$holder"
-rc=$?
-ms=$((($(date +%s%N) - t0) / 1000000))
+lose_lock j.lock cmd.pid sid.pid bg.pid
 [ "$rc" -eq 75 ] || fail "pidlock exited $rc when the lock was taken away, not 75"
 for f in cmd bg sid; do
 	gone "$(cat $f.pid)" || fail "the $f process still runs after the lock was lost"
@@ -111,15 +119,7 @@ rm -f src/j.lock ./*.pid
 start_bg --check 0.1 --kill-after 1 a/k.lock sh -c \
 	'trap "" TERM; sleep 300 & echo $! > bg.pid; echo $$ > cmd.pid
 	 i=0; while [ $i -lt 30 ]; do sleep 1; i=$((i + 1)); done'
-holder=$LAST
-wait_until test -s cmd.pid
-wait_until test -s bg.pid
-wait_until test -s src/k.lock
-take_away k.lock
-t0=$(date +%s%N)
-wait "$holder"
-rc=$?
-ms=$((($(date +%s%N) - t0) / 1000000))
+lose_lock k.lock cmd.pid bg.pid
 [ "$rc" -eq 75 ] || fail "pidlock exited $rc with a TERM-ignoring command, not 75"
 gone "$(cat cmd.pid)" || fail "the TERM-ignoring command still runs"
 gone "$(cat bg.pid)" || fail "its TERM-ignoring child still runs"
