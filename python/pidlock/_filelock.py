@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional, Type
 
 from . import _lib, _log
 from ._errors import Busy, Timeout
-from ._lock import Lock, with_site
+from ._lock import Lock, site_over, with_site
 from ._types import Flags, PathArg
 
 
@@ -745,6 +745,13 @@ class FileLock(contextlib.ContextDecorator):
         site = with_site(sys._getframe(1))
         if site in ctx.sites:
             _lib.settle(lambda: self._forget_exits(ctx, site))
+        else:
+            # Another with-statement's block that is over (an interrupt
+            # kept its __exit__ from running): it, and those it
+            # enclosed, no longer count.
+            over = next((s for s in ctx.sites if site_over(s)), None)
+            if over is not None:
+                _lib.settle(lambda: self._forget_exits(ctx, over))
         if self._plain and not ctx.settings:
             timeout = self._timeout if self._blocking else 0
         else:

@@ -411,6 +411,19 @@ def in_with_block(code, enter_lasti: int, lasti: int) -> bool:  # type: ignore[n
     return min(spans)[0] <= lasti < max(end for _, end in spans)
 
 
+def site_over(site: tuple) -> bool:
+    """Is the with-statement at site (with_site()) over?  No frame of its
+    id is on its thread's stack, or that frame is past the block.  By id:
+    a frame freed and another made at its address is taken for it, and
+    then, unless it runs the same code inside the same block, over."""
+    f = sys._current_frames().get(site[0])
+    while f is not None and id(f) != site[1]:
+        f = f.f_back
+    if f is None:
+        return True
+    return not in_with_block(f.f_code, site[2], f.f_lasti)
+
+
 def with_site(frame) -> tuple:  # type: ignore[no-untyped-def]
     """Where a with-statement is: its thread, frame and instruction.  A
     frame at the instruction that enters a with-statement is not inside

@@ -614,6 +614,32 @@ def test_with_block_over_lets_go_at_the_next_with(lockpath):
     lock.close()
 
 
+def test_filelock_with_block_over_lets_go_at_another_with(lockpath):
+    """FileLock: the count of a with-block whose __exit__ an interrupt cut
+    off at its start is given up by the next with-statement on the
+    object, at another line of the same frame.  The storm's last
+    with-block met it: still locked after that block (1 run of 16
+    beside two busy loops)."""
+    lock = pidlock.FileLock(lockpath)
+    original = pidlock.FileLock.__exit__
+
+    def interrupted(self, *exc):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt
+
+    pidlock.FileLock.__exit__ = interrupted  # type: ignore[method-assign]
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with lock:
+                pass
+    finally:
+        pidlock.FileLock.__exit__ = original  # type: ignore[method-assign]
+    assert lock.is_locked
+    with lock:
+        assert lock.is_locked
+    assert not lock.is_locked
+    assert not os.path.exists(lockpath)
+
+
 def test_with_block_of_a_returned_function_lets_go_at_acquire(lockpath):
     """The same, where the with-block was in a function that has
     returned: acquire() lets go of the lost hold and takes the lock."""
