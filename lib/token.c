@@ -138,7 +138,7 @@ static int token_store(const char *dir, const char *name, uint64_t v)
 static int token_take(struct pidlock *lock)
 {
 	char name[sizeof(TOKEN_PREFIX) + 2];
-	uint64_t mark, v;
+	uint64_t mark, v = 0;
 	int r;
 
 	token_slot_name(lock->set.base, name, sizeof(name));
