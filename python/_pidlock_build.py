@@ -105,11 +105,13 @@ def _libdir(config_settings):
     return os.path.normpath(libdir) if libdir else ""
 
 
-def _paths_py(libdir):
+def _paths_py(libdir, version):
     with open(os.path.join(HERE, "pidlock", "_paths.py.in"), encoding="utf-8") as f:
         text = f.read()
-    if "@libdir@" not in text:
-        raise RuntimeError("pidlock: _paths.py.in has no @libdir@")
+    for word in ("@libdir@", "@VERSION@"):
+        if word not in text:
+            raise RuntimeError("pidlock: _paths.py.in has no %s" % word)
+    text = text.replace("@VERSION@", version)
     return text.replace("@libdir@", libdir.replace("\\", "\\\\").replace('"', '\\"'))
 
 
@@ -204,7 +206,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         with open(path, "rb") as f:
             entries.append((name, f.read()))
     entries.append(("pidlock/_paths.py",
-                    _paths_py(_libdir(config_settings)).encode("utf-8")))
+                    _paths_py(_libdir(config_settings), version).encode("utf-8")))
     return _write_wheel(wheel_directory, entries, version)
 
 

@@ -19,8 +19,10 @@ removed on release only by the process it names.
 Contents: Lock (a context manager), AsyncLock (``async with``, waits in
 the event loop on the library's descriptor), inspect() and LockInfo,
 Flags, Kind and State, the exceptions Busy (a TimeoutError), BrokenLock
-(ESTALE: the file was removed or replaced during the hold) and Timeout;
-other failures raise OSError with the library's errno.
+(ESTALE: the file was removed or replaced during the hold), LockLost
+(ENOLCK: refresh() or release() found the lock another's, see check())
+and Timeout; other failures raise OSError with the library's errno.
+__version__ is the package's version (configure.ac's).
 
 Signals: a handler that returns does not end a wait (PEP 475: Lock,
 FileLock and Slots wait on with the time left).  A handler that raises
@@ -38,14 +40,15 @@ release attempts are logged at DEBUG on the "pidlock" logger.
 
 filelock compatibility: ``from pidlock import FileLock, Timeout`` in
 place of ``from filelock import ...``.  FileLock takes filelock's
-constructor (lock_file, timeout=-1, mode=0o644, thread_local=True, *,
+constructor (lock_file, timeout=-1, mode=None, thread_local=True, *,
 blocking=True, is_singleton=False), acquire(timeout=None,
 poll_interval=0.05, *, blocking=None) returning a proxy for ``with``,
 release(force=False), is_locked, lock_counter, the nesting count, the
 per-thread holds of thread_local, and Timeout with lock_file (a
 TimeoutError, with filelock's str() and repr()).  As filelock does, it
-makes the missing directories of the path (with the umask), gives the
-file exactly ``mode`` whatever the umask, logs its attempts on the
+makes the missing directories of the path (with the umask), makes the
+file 0o666 minus the umask when no mode is given (mode reads 0o644
+then) and gives it exactly a ``mode`` given, whatever the umask, logs its attempts on the
 "filelock" logger with filelock's messages (also handed to the
 handlers of the "pidlock" logger), raises NotImplementedError where
 the file system cannot take the kernel's locks (the library's ENOLCK),
@@ -81,7 +84,7 @@ each file tried and why it failed.  Binding: ctypes, no compiled code, no
 dependency outside the standard library.
 """
 
-from ._errors import BrokenLock, Busy, NotALockFile, Timeout
+from ._errors import BrokenLock, Busy, LockLost, NotALockFile, Timeout
 from ._types import Flags, Kind, LockInfo, State, inspect
 from ._lock import Lock
 from ._slots import Slots
@@ -94,6 +97,30 @@ from ._holder import holder_pidfds, wait_free
 from ._descriptor import lock_descriptor, unlock_descriptor
 from ._readwrite import (AsyncReadWriteLock, AsyncReadWriteReturnProxy,
                          ReadWriteLock)
+
+def _version() -> str:
+    """configure.ac's version: from _paths.py, which make install and
+    the wheel write; in a source tree run as it is, from AC_INIT."""
+    import os
+    import re
+    try:
+        from ._paths import VERSION   # type: ignore[attr-defined]
+    except ImportError:
+        VERSION = "@"
+    if not VERSION.startswith("@"):
+        return str(VERSION)
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        with open(os.path.join(top, "configure.ac"), encoding="utf-8") as f:
+            m = re.search(r"^AC_INIT\(\[[^]]*\], *\[([^]]+)\]", f.read(), re.M)
+    except OSError:
+        m = None
+    return m.group(1) if m else "0+unknown"
+
+
+#: The version of this module, configure.ac's (AC_INIT).
+__version__ = _version()
+del _version
 
 #: filelock's name for what AsyncReadWriteLock's acquires return.
 AsyncAcquireReadWriteReturnProxy = AsyncReadWriteReturnProxy
@@ -117,6 +144,7 @@ __all__ = [
     "Kind",
     "Lock",
     "LockInfo",
+    "LockLost",
     "NotALockFile",
     "ReadWriteLock",
     "State",

@@ -1,29 +1,29 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """pidlock.AsyncFileLock: filelock's AsyncFileLock over pidlock locks.
 
-With run_in_executor (filelock's default) the blocking take and the
-release that lets go run in the executor (the one given, else the
-loop's), as filelock's do; on_acquired runs there too.  The thread
-waits on the library's descriptor (pidlock_acquire_async(3)), woken by
-the holder's release, and a pipe of the acquire's own ends its wait
-when the acquire is cancelled.  With run_in_executor=False the wait is
-the event loop's own, as pidlock.AsyncLock waits: no thread."""
+The wait is always the event loop's (pidlock_acquire_async(3), as
+pidlock.AsyncLock waits): no thread is ever parked in it, so that any
+number of tasks can wait while the executor's threads stay free for the
+holder's release.  With run_in_executor (filelock's default) each try,
+on_acquired and the release that lets go run in the executor (the one
+given, else the loop's), as filelock's calls do: one short call each.
+The tasks of one loop waiting for one path share one kernel waiter
+(_async._Line)."""
 
 from __future__ import annotations
 
 import asyncio
-import errno
 import os
+import sys
 import time
 from types import TracebackType
 from typing import Any, Callable, NoReturn, Optional, Type
 
 from . import _filelock as _fl, _lib, _log
-from ._async import Stop, Stopped, acquire_steps, drain, take_async
+from ._async import Attempt, drain, in_executor, take_async
 from ._errors import Busy, Timeout
 from ._filelock import FileLock, _Context, _let_go_uncounted, _raise_both
-from ._lock import Lock, timeout_ms
-from ._types import LockInfo
+from ._lock import Lock, site_over, timeout_ms, with_site
 
 
 class AsyncAcquireReturnProxy:
@@ -52,8 +52,8 @@ class BaseAsyncFileLock(FileLock):
     the loop's default one); thread_local with run_in_executor is
     refused with ValueError, as filelock does.  acquire() and release()
     are coroutines; a cancelled or interrupted acquire() leaves nothing
-    held and no wait under way (one that runs in the executor ends when
-    the thread is done, and lets go of what the thread took).  The deadlock
+    held and no wait under way (a try under way in the executor is
+    waited for, and what it took is let go).  The deadlock
     rule is per task: a task that waits without a limit for another
     object's hold of the same task raises RuntimeError."""
 
@@ -85,6 +85,14 @@ class BaseAsyncFileLock(FileLock):
         # One task at a time takes the kernel lock for this object;
         # others that find it being taken wait for that to end.
         self._taking: "Optional[asyncio.Future[None]]" = None
+        self._taking_task: "Optional[asyncio.Task]" = None
+        # A first acquire under way: (its task, its counted flag), for
+        # the next acquire to undo if interrupts cut it short, even in
+        # its clean-up (_undo_entering()).
+        self._entering: Optional[tuple] = None
+        self._withs: list = []
+        # A try in the executor whose acquire an interrupt ended.
+        self._orphan: "Optional[asyncio.Future[Any]]" = None
         # A first acquire under way counts in lock_counter, as filelock's
         # provisional claim does.
         self._claiming = False
@@ -116,6 +124,7 @@ class BaseAsyncFileLock(FileLock):
                       poll_interval: Optional[float] = None, *,
                       blocking: Optional[bool] = None,
                       cancel_check: Optional[Callable[[], bool]] = None,
+                      _counted: Optional[list] = None,
                       **_: Any) -> AsyncAcquireReturnProxy:
         """Take the lock (or count one more level) without blocking the
         loop.  timeout, blocking, poll_interval and cancel_check as for
@@ -143,37 +152,80 @@ class BaseAsyncFileLock(FileLock):
         # First: in a forked child, _taking may be a future of the
         # parent's loop.
         self._refuse_inherited()
+        task = asyncio.current_task()
+        if self._orphan is not None:
+            await self._settle_orphan(ctx)
+        if self._entering is not None:
+            _lib.settle(lambda: self._undo_entering(ctx, task))
         while self._taking is not None:
+            if self._taking_over(task):
+                _lib.settle(lambda: self._end_taking(ctx))
+                break
             await self._wait_turn(self._taking, deadline, cancel_check, step)
+        counted = [False] if _counted is None else _counted
         if self.is_locked:
-            ctx.counter += 1
+            ctx.counter, counted[0] = ctx.counter + 1, True
             return proxy
         key = self._refuse_deadlock(ctx, -1 if ms < 0 else timeout)
-        self._taking = asyncio.get_running_loop().create_future()
-        self._claiming = True
+        # Each pair in one statement: a signal handler runs between
+        # statements, never between the two stores.
+        self._taking, self._taking_task = \
+            asyncio.get_running_loop().create_future(), task
+        self._entering, self._claiming = (task, counted), True
         try:
             _log.debug_filelock(_log.ATTEMPT_ACQUIRE, self, self._lock_file)
-            if self._run_in_executor:
-                await self._take_in_executor(ctx, ms, deadline, cancel_check,
-                                             step)
-            else:
-                await self._take_async(ctx, ms, deadline, cancel_check, step)
-            ctx.counter += 1
+            await self._take(ctx, ms, deadline, cancel_check, step)
+            ctx.counter, counted[0] = ctx.counter + 1, True
             _fl._HELD.paths[key] = id(self)
             ctx.held = (_fl._HELD.paths, key)
             _log.debug_filelock(_log.ACQUIRED, self, self._lock_file)
             if self._on_acquired is not None and not self._run_in_executor:
-                self._call_on_acquired(ctx, [True])
+                self._call_on_acquired(ctx, counted)
+            self._entering = None
         except BaseException:
             # Cancelled, interrupted, Timeout: nothing of this call stays.
-            _lib.settle(lambda: _abandon(ctx))
+            _lib.settle(lambda: self._undo_entering(ctx, task))
             raise
         finally:
             self._claiming = False
-            taking, self._taking = self._taking, None
-            if taking is not None and not taking.done():
-                taking.set_result(None)
+            _lib.settle(lambda: self._end_taking(ctx))
         return proxy
+
+    def _undo_entering(self, ctx: _Context, task: "Optional[asyncio.Task]") -> None:
+        """A first acquire that did not return (this one, or one whose
+        task ended or is this one: cut short by interrupts): its count
+        is taken back and a hold that no count knows is let go.  Run
+        again until done (idempotent)."""
+        entering = self._entering
+        if entering is None:
+            return
+        owner, counted = entering
+        if owner is not task and owner is not None and not owner.done():
+            return      # another task's, under way
+        if counted[0]:
+            ctx.counter, counted[0] = ctx.counter - 1, False
+        if ctx.counter == 0:
+            _fl._forget_held(ctx)
+        if self._orphan is None or self._orphan.done():
+            # (A try still running in the executor owns the handle until
+            # it ends: the next acquire lets go of what it took.)
+            _abandon(ctx)
+        self._entering = None
+
+    def _taking_over(self, task: "Optional[asyncio.Task]") -> bool:
+        """Is the take or letting go under way over?  Its task ended, or
+        is this one (which is in no other call): interrupts cut it short
+        before it said so."""
+        owner = self._taking_task
+        return owner is None or owner is task or owner.done()
+
+    def _end_taking(self, ctx: _Context) -> None:
+        """The take or letting go under way is over: the tasks queued
+        behind it go on."""
+        taking, self._taking = self._taking, None
+        self._taking_task = None
+        if taking is not None and not taking.done():
+            taking.set_result(None)
 
     async def _wait_turn(self, waiter: "asyncio.Future[None]",
                          deadline: Optional[float],
@@ -183,13 +235,17 @@ class BaseAsyncFileLock(FileLock):
         (waiter) to end.  This call's own deadline and cancel_check hold
         meanwhile, as they do in a wait for the file: Timeout when either
         says so.  waiter is never cancelled from here."""
-        while not waiter.done():
+        owner = self._taking_task
+        while not waiter.done() and not (owner is not None and owner.done()):
             limit = None if deadline is None else deadline - time.monotonic()
             if limit is not None and limit <= 0:
                 raise Timeout(self._lock_file)
             if cancel_check is not None:
                 limit = step if limit is None else min(limit, step)
-            await asyncio.wait({waiter}, timeout=limit)
+            # Its task too: one that interrupts ended never sets waiter.
+            await asyncio.wait({waiter} if owner is None else {waiter, owner},
+                               timeout=limit,
+                               return_when=asyncio.FIRST_COMPLETED)
             if (not waiter.done() and cancel_check is not None
                     and cancel_check()):
                 _log.debug_filelock(_log.CANCELLED, self, self._lock_file)
@@ -207,58 +263,50 @@ class BaseAsyncFileLock(FileLock):
             lock._owner = None
         return lock
 
-    async def _take_in_executor(self, ctx: _Context, ms: int,
-                                deadline: Optional[float],
-                                cancel_check: Optional[Callable[[], bool]],
-                                step: float) -> None:
-        """The take in the executor (_take_blocking()); the loop only
-        asks cancel_check, every step seconds, as filelock does.  On a
-        cancellation (or cancel_check's True) the thread's wait is ended
-        and the thread waited for: what it took, acquire() lets go of,
-        and what failed in it (on_acquired) goes on with the
-        cancellation (_raise_raced())."""
+    async def _take(self, ctx: _Context, ms: int, deadline: Optional[float],
+                    cancel_check: Optional[Callable[[], bool]],
+                    step: float) -> None:
+        """Take ctx's handle, give the file its mode.  With
+        run_in_executor each try runs in the executor, followed there by
+        the mode and on_acquired once it holds (one call: no thread
+        waits); else in the loop.  The wait between tries is the loop's
+        (take_async())."""
         lock = self._handle_of(ctx)
-        stop = Stop()
-        job = asyncio.get_running_loop().run_in_executor(
-            self._executor, self._take_blocking, lock, ms, deadline, stop)
-        if cancel_check is None:
-            step = None
+        attempt = None
+        if self._run_in_executor:
+            policy = self._context_error_policy
+            attempt = in_executor(
+                self._executor, self._finish_take,
+                lambda cancelled, failure: _raise_raced(policy, cancelled, failure),
+                self._left_behind)
         try:
-            while not job.done():
-                await asyncio.wait({job}, timeout=step)
-                # Asked once the thread waits: a free lock is taken.
-                if (not job.done() and cancel_check is not None
-                        and stop.waiting and cancel_check()):
-                    _log.debug_filelock(_log.CANCELLED, self, self._lock_file)
-                    raise Timeout(self._lock_file)
-        except asyncio.CancelledError as cancelled:
-            stop.set()
-            await drain(job)
-            failure = _attempt_failure(job)
-            if failure is not None:
-                _raise_raced(self._context_error_policy, cancelled, failure)
-            raise
-        except BaseException:
-            stop.set()
-            await drain(job)
-            raise
-        job.result()
+            await self._wait(lock, ms, deadline, cancel_check, step, attempt)
+        except FileNotFoundError:
+            if not self._make_parents():
+                raise
+            await self._wait(lock, ms, deadline, cancel_check, step, attempt)
+        if not self._run_in_executor:
+            lock._owner = os.getpid()
+            self._apply_mode(lock)
 
-    def _take_blocking(self, lock: Lock, ms: int, deadline: Optional[float],
-                       stop: "Stop") -> None:
-        """In the executor's thread: take lock's handle (the first try is
-        made even when stop is already set, as filelock's attempt is),
-        give the file its mode, call on_acquired.  A failure after the
-        take lets go before it goes on."""
-        try:
-            try:
-                self._wait_blocking(lock, ms, deadline, stop)
-            except FileNotFoundError:
-                if not self._make_parents():
-                    raise
-                self._wait_blocking(lock, ms, deadline, stop)
-        finally:
-            stop.close()
+    def _left_behind(self, job: "asyncio.Future[Any]") -> None:
+        """A try in the executor that an interrupt left running: the
+        next acquire waits for it, and lets go of what it took."""
+        self._orphan = job
+
+    async def _settle_orphan(self, ctx: _Context) -> None:
+        job = self._orphan
+        if job is None:
+            return
+        cancelled = await drain(job)
+        _lib.settle(lambda: _abandon(ctx))
+        self._orphan = None
+        if cancelled is not None:
+            raise cancelled
+
+    def _finish_take(self, lock: Lock) -> None:
+        """In the executor's thread, once the handle holds: the file's
+        mode and on_acquired.  A failure lets go before it goes on."""
         lock._owner = os.getpid()
         try:
             self._apply_mode(lock)
@@ -268,105 +316,62 @@ class BaseAsyncFileLock(FileLock):
             _lib.settle(lock._undo_acquire)
             raise
 
-    def _wait_blocking(self, lock: Lock, ms: int, deadline: Optional[float],
-                       stop: "Stop") -> None:
-        """acquire_steps() in this thread: woken by the release (the
-        library's descriptor) or by stop."""
-        def expired(holder: Optional[LockInfo], err: int) -> NoReturn:
-            _log.debug_filelock(_log.FAILED_AT_ONCE if err == errno.EWOULDBLOCK
-                                else _log.TIMED_OUT, self, self._lock_file)
-            raise Timeout(self._lock_file, holder, err)
+    async def _wait(self, lock: Lock, ms: int, deadline: Optional[float],
+                    cancel_check: Optional[Callable[[], bool]], step: float,
+                    attempt: Optional[Attempt]) -> None:
+        """take_async(), with filelock's records and Timeout; the first
+        try is made before cancel_check is asked, which is then asked
+        every step seconds."""
+        def waiting() -> None:
+            # Once: the wait wakes on the release, not by polling.
+            _log.debug_filelock(_log.WAITING, self, self._lock_file)
 
-        for fd, delay in acquire_steps(lock, ms, deadline, expired):
-            if not stop.waiting:
-                # Once: the wait wakes on the release, not by polling.
-                _log.debug_filelock(_log.WAITING, self, self._lock_file)
-                stop.waiting = True
-            if stop.wait(fd, delay):
-                raise Stopped(self._lock_file)
+        def check() -> None:
+            assert cancel_check is not None
+            if cancel_check():
+                _log.debug_filelock(_log.CANCELLED, self, self._lock_file)
+                raise Timeout(self._lock_file)
 
-    async def _take_async(self, ctx: _Context, ms: int,
-                          deadline: Optional[float],
-                          cancel_check: Optional[Callable[[], bool]],
-                          step: float) -> None:
-        lock = self._handle_of(ctx)
         try:
-            if cancel_check is None:
-                await self._wait(lock, ms, deadline)
-            else:
-                await self._wait_checking(lock, ms, deadline, cancel_check,
-                                          step)
-        except FileNotFoundError:
-            if not self._make_parents():
-                raise
-            await self._wait(lock, ms, deadline)
-        lock._owner = os.getpid()
-        self._apply_mode(lock)
-
-    async def _wait(self, lock: Lock, ms: int,
-                    deadline: Optional[float]) -> None:
-        try:
-            if ms != 0:
-                # A first try, so that a wait that begins is recorded
-                # (once: the wait wakes on the release, not by polling).
-                try:
-                    await take_async(lock, 0, time.monotonic(), None)
-                    return
-                except Busy:
-                    _log.debug_filelock(_log.WAITING, self, self._lock_file)
-            await take_async(lock, ms, deadline, None)
+            await take_async(lock, ms, deadline, None, attempt=attempt,
+                             check=None if cancel_check is None else check,
+                             step=step, waiting=waiting)
         except Busy as busy:
             _log.debug_filelock(_log.FAILED_AT_ONCE if ms == 0 else _log.TIMED_OUT,
                                 self, self._lock_file)
             raise Timeout(self._lock_file, busy.holder, busy.errno) from None
 
-    async def _wait_checking(self, lock: Lock, ms: int,
-                             deadline: Optional[float],
-                             cancel_check: Callable[[], bool],
-                             step: float) -> None:
-        until = time.monotonic()    # the first slice: one try
-        ms = 0
-        while True:
-            try:
-                await self._wait(lock, ms, until)
-                return
-            except Timeout:
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise
-            if cancel_check():
-                _log.debug_filelock(_log.CANCELLED, self, self._lock_file)
-                raise Timeout(self._lock_file)
-            until = time.monotonic() + step
-            ms = 1
-            if deadline is not None:
-                until = min(until, deadline)
-
-    async def release(self, force: bool = False) -> None:  # type: ignore[override]
+    async def release(self, force: bool = False,  # type: ignore[override]
+                      _todo: Optional[list] = None) -> None:
         """Count one level down; let go at 0 (at once if force): with
         run_in_executor in the executor, which a cancellation waits for
         (the lock is let go all the same)."""
+        todo = [True] if _todo is None else _todo
         ctx = self._context
         if self._run_in_executor and self._creator_pid == os.getpid():
+            task = asyncio.current_task()
             while self.is_locked and self._taking is not None:
+                if self._taking_over(task):
+                    _lib.settle(lambda: self._end_taking(ctx))
+                    break
                 # Another task's letting go: after it.
-                await asyncio.shield(self._taking)
+                await self._wait_turn(self._taking, None, None, 0.05)
         if (not self._run_in_executor or not self.is_locked
                 or self._creator_pid != os.getpid()
                 or (ctx.counter > 1 and not force)):
-            FileLock.release(self, force)
+            self._release_level(force, todo)
             return
-        self._taking = asyncio.get_running_loop().create_future()
+        self._taking, self._taking_task = \
+            asyncio.get_running_loop().create_future(), asyncio.current_task()
         try:
             job = asyncio.get_running_loop().run_in_executor(
-                self._executor, FileLock.release, self, force)
+                self._executor, self._release_level, force, todo)
             cancelled = await drain(job)
             job.result()
             if cancelled is not None:
                 raise cancelled
         finally:
-            taking, self._taking = self._taking, None
-            if taking is not None and not taking.done():
-                taking.set_result(None)
+            _lib.settle(lambda: self._end_taking(ctx))
 
     def __enter__(self) -> "BaseAsyncFileLock":
         raise NotImplementedError("Do not use `with` for asyncio locks, use "
@@ -379,14 +384,51 @@ class BaseAsyncFileLock(FileLock):
                                   "`async with` instead.")
 
     async def __aenter__(self) -> "BaseAsyncFileLock":
-        await self.acquire()
+        # Each async-with's level: [its task, its site, its flag], the
+        # flag set in the statement that counts the level in and cleared
+        # in the one that counts it out.  Recorded before it counts in,
+        # so that a level whose statement is over without __aexit__
+        # having counted it out (interrupts cut it short, even twice) is
+        # counted out by the next one (_count_out_over()).
+        task = asyncio.current_task()
+        if self._withs:
+            await self._count_out_over(task)
+        entry = (task, with_site(sys._getframe(1)), [False])
+        self._withs.append(entry)
+        try:
+            await self.acquire(_counted=entry[2])
+        except BaseException:
+            _lib.settle(lambda: self._forget_with(entry))
+            raise
         return self
+
+    def _forget_with(self, entry: tuple) -> None:
+        if not entry[2][0] and entry in self._withs:
+            self._withs.remove(entry)
+
+    async def _count_out_over(self, task: "Optional[asyncio.Task]") -> None:
+        """Count out the levels of async-with statements that are over:
+        their task ended, or it is this task (running: its frames are on
+        the stack) and the statement's frame is gone or past the block."""
+        for entry in list(self._withs):
+            owner, site, counted = entry
+            if owner is not None and not owner.done() and \
+                    (owner is not task or not site_over(site)):
+                continue
+            if counted[0]:
+                await self.release(_todo=counted)
+            _lib.settle(lambda: self._forget_with(entry))
 
     async def __aexit__(self, exc_type: Optional[Type[BaseException]],
                         exc: Optional[BaseException],
                         tb: Optional[TracebackType]) -> None:
+        task = asyncio.current_task()
+        entry = next((e for e in reversed(self._withs) if e[0] is task
+                      and e[2][0]), None)
         try:
-            await self.release()
+            await self.release(_todo=None if entry is None else entry[2])
+            if entry is not None:
+                _lib.settle(lambda: self._forget_with(entry))
         except BaseException as release_error:
             if exc is None or self._context_error_policy == "chain":
                 raise
@@ -418,18 +460,6 @@ def _abandon(ctx: _Context) -> None:
     else:
         _lib.lib.pidlock_close(handle)   # ENOLCK when no wait is under way
     lock._owner = None
-
-
-def _attempt_failure(job: "asyncio.Future[None]") -> Optional[BaseException]:
-    """What the executor's attempt raised that the caller must still
-    hear of after its cancellation: not the end of the wait that the
-    cancellation itself brought (Stopped) or a Timeout that it raced."""
-    if job.cancelled():
-        return None
-    error = job.exception()
-    if error is None or isinstance(error, (Stopped, Timeout)):
-        return None
-    return error
 
 
 def _raise_raced(policy: str, cancelled: BaseException,

@@ -90,6 +90,27 @@ class BrokenLock(OSError):
         super().__init__(_errno.ESTALE, os.strerror(_errno.ESTALE), path)
 
 
+class LockLost(OSError):
+    """The lock is no longer this holder's (ENOLCK): a file server gave
+    it to another process once this one was cut off, or another process
+    took the file's kernel locks (pidlock_check(3)).  Raised by
+    refresh() and release() of a handle that held; release() has then
+    closed the descriptor and written and removed nothing.  An OSError
+    with errno ENOLCK, as before 1.4.0, so that handlers of OSError
+    still catch it; a release() of a lock that was never held raises a
+    plain OSError(ENOLCK), not this.  check() returns False instead.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            _errno.ENOLCK,
+            "the lock is no longer held here: another process has it, or "
+            "the file server gave it away (see pidlock_check(3))", path)
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (type(self), (self.filename,))
+
+
 # The most a lock file of any locker holds (PIDLOCK_CONTENT_MAX).
 CONTENT_MAX = 4096
 
@@ -114,9 +135,12 @@ class NotALockFile(OSError):
         return (type(self), (self.filename,))
 
 
-def raise_for(rc: int, path: str) -> NoReturn:
-    """Raise the exception for a negative errno return value."""
+def raise_for(rc: int, path: str, held: bool = False) -> NoReturn:
+    """Raise the exception for a negative errno return value; held:
+    the handle held before the call, so that ENOLCK is a loss."""
     code = -rc
+    if code == _errno.ENOLCK and held:
+        raise LockLost(path)
     if code == _errno.ESTALE:
         raise BrokenLock(path)
     if code == _errno.EBADMSG:

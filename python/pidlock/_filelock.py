@@ -84,13 +84,19 @@ class AcquireReturnProxy:
 class _Context:
     """A FileLock's hold: its pidlock handle and the nesting count."""
 
-    __slots__ = ("lock", "counter", "sites", "held", "mutex", "settings")
+    __slots__ = ("lock", "counter", "sites", "held", "mutex", "settings",
+                 "entering")
 
     def __init__(self) -> None:
         self.lock: Optional[Lock] = None
         self.counter = 0
         # The with-statements that counted in, innermost last (with_site()).
         self.sites: list = []
+        # An __enter__ under way: (thread, site, its counted list), set
+        # before it counts in and cleared once its site is recorded, so
+        # that one that interrupts cut short (a second one in its
+        # clean-up too) is undone by the next (_undo_entering()).
+        self.entering: Optional[tuple] = None
         # (the thread's table, key) of the deadlock rule, while held.
         self.held: Optional[tuple] = None
         # An RLock for its _is_owned(): after an interrupt, whether this
@@ -431,8 +437,9 @@ class FileLock(contextlib.ContextDecorator):
                 else:
                     self._take_checking(ctx, timeout, cancel_check,
                                         poll_interval)
-            ctx.counter += 1
-            counted[0] = True
+            # The count and its flag in one statement: a signal handler
+            # runs between statements, never between the two stores.
+            ctx.counter, counted[0] = ctx.counter + 1, True
             if first:
                 held[me] = self._lock_file
                 ctx.held = (held, me)
@@ -535,8 +542,7 @@ class FileLock(contextlib.ContextDecorator):
         try:
             self._on_acquired(_lib.lib.pidlock_fd(ctx.lock._live()))
         except BaseException as hook_error:
-            ctx.counter -= 1
-            counted[0] = False
+            ctx.counter, counted[0] = ctx.counter - 1, False
             try:
                 _let_go_uncounted(ctx)
             except BaseException as release_error:
@@ -550,8 +556,9 @@ class FileLock(contextlib.ContextDecorator):
             return
         with ctx.mutex:
             if counted[0]:
-                ctx.counter -= 1
-                counted[0] = False
+                # One statement (see _count_in()): run again, it counts
+                # down once.
+                ctx.counter, counted[0] = ctx.counter - 1, False
             _let_go_uncounted(ctx)
         if ctx.mutex._is_owned():
             # The interrupt came as the mutex was got, before the try
@@ -655,8 +662,14 @@ class FileLock(contextlib.ContextDecorator):
 
         An interrupted release still does its part before the exception
         goes on."""
+        self._release_level(force, [True])
+
+    def _release_level(self, force: bool, todo: list) -> None:
+        """release(), with todo[0] saying whether the count is still to
+        be taken down (set False in the statement that takes it down):
+        an async-with's own flag, so that its level is counted down once
+        whatever cuts its __aexit__ short (AsyncFileLock)."""
         ctx = self._contexts.ctx
-        todo = [True]
         # _lib.settle(), with its first run called directly.
         try:
             self._release_step(ctx, force, todo)
@@ -701,8 +714,9 @@ class FileLock(contextlib.ContextDecorator):
             counted = todo[0]
             if counted:
                 before = ctx.counter
-                ctx.counter = 0 if force else before - 1
-                todo[0] = False
+                # One statement: a signal handler runs between
+                # statements, never between the two stores.
+                ctx.counter, todo[0] = (0 if force else before - 1), False
                 popped = sites.pop() if sites else None
             if ctx.counter <= 0:
                 ctx.counter = 0
@@ -726,12 +740,11 @@ class FileLock(contextlib.ContextDecorator):
                     # a Lock's own clean-up leaves such a record): not
                     # locked, and release() changes nothing.
                     if counted:
-                        ctx.counter = before
                         if kept:
                             sites[:] = kept
                         if popped is not None:
                             sites.append(popped)
-                        todo[0] = True
+                        ctx.counter, todo[0] = before, True
                     return
                 held = ctx.held   # _forget_held()
                 if held is not None:
@@ -743,6 +756,8 @@ class FileLock(contextlib.ContextDecorator):
         # one more place where an interrupt could land after the count.
         ctx = self._contexts.ctx
         site = with_site(sys._getframe(1))
+        if ctx.entering is not None:
+            _lib.settle(lambda: self._undo_entering(ctx))
         if site in ctx.sites:
             _lib.settle(lambda: self._forget_exits(ctx, site))
         else:
@@ -757,14 +772,30 @@ class FileLock(contextlib.ContextDecorator):
         else:
             timeout = self.timeout if self.blocking else 0
         counted = [False]
+        ctx.entering = (threading.get_ident(), site, counted)
         try:
             if not self._count_in(ctx, timeout, counted):
                 raise Timeout(self._lock_file)
             ctx.sites.append(site)
+            ctx.entering = None
         except BaseException:
-            _lib.settle(lambda: self._undo_count(ctx, counted))
+            _lib.settle(lambda: self._undo_entering(ctx))
             raise
         return self
+
+    def _undo_entering(self, ctx: _Context) -> None:
+        """An __enter__ of this thread that did not return: what it
+        counted no longer counts (its block never ran), and a hold that
+        nobody counts is let go.  Run again until done (idempotent)."""
+        entering = ctx.entering
+        if entering is None or entering[0] != threading.get_ident():
+            return
+        _, site, counted = entering
+        if ctx.sites and ctx.sites[-1] is site:
+            ctx.entering = None     # it returned all but the last line
+            return
+        self._undo_count(ctx, counted)
+        ctx.entering = None
 
     def _forget_exits(self, ctx: _Context, site: tuple) -> None:
         """This very with-statement is entered again while it still

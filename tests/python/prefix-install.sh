@@ -5,7 +5,9 @@
 # this source tree; then, with a clean environment (no LD_LIBRARY_PATH,
 # no PIDLOCK_LIBRARY), the installed CLI runs and `import pidlock' loads
 # the library of that prefix.  Only the library, the CLI and the Python
-# module are built and installed, to keep it under a minute.
+# module are built and installed, to keep it under a minute.  Then the
+# default prefix, staged with DESTDIR: the module must land where the
+# target python3 looks (Debian's: dist-packages).
 set -eu
 srcdir=$(cd "${srcdir:-.}" && pwd)
 python=${PYTHON:-python3}
@@ -58,9 +60,39 @@ with pidlock.Lock(sys.argv[1]):
 	fail "loaded $out, not the prefix's library"
 echo "ok 3 - import pidlock loads $t/prefix/lib/libpidlock.so.0, no LD_LIBRARY_PATH"
 
+want=$(sed -n 's/^AC_INIT(\[[^]]*\], *\[\([^]]*\)\].*/\1/p' "$src/configure.ac")
+got=$(env -i PATH=/usr/bin:/bin PYTHONPATH="$site" "$python" -c '
+import pidlock; print(pidlock.__version__)')
+[ "$got" = "$want" ] || fail "pidlock.__version__ is $got, configure.ac says $want"
+echo "ok 4 - the installed module's __version__ is configure.ac's ($want)"
+
+# The default prefix (/usr/local), staged under DESTDIR: the module must
+# land where this python3 looks for /usr/local's modules (Debian's:
+# /usr/local/lib/python3.X/dist-packages, not site-packages).
+mkdir "$t/build-default"
+cd "$t/build-default"
+"$src/configure" --disable-static PYTHON="$python" CFLAGS=-O0 \
+	> configure.out 2>&1 || { tail -20 configure.out; fail "configure (default prefix)"; }
+make python/pidlock/_paths.py > make.out 2>&1 || { tail -20 make.out; fail "make _paths.py"; }
+make install-pidlockpyPYTHON install-nodist_pidlockpyPYTHON DESTDIR="$t/dest" \
+	> install.out 2>&1 || { tail -20 install.out; fail "make install DESTDIR"; }
+staged=$(find "$t/dest" -path '*/pidlock/__init__.py')
+[ -n "$staged" ] || fail "make install DESTDIR put no module under $t/dest"
+dir=$(dirname "$(dirname "${staged#"$t/dest"}")")
+case $dir in
+/usr/local/*) ;;
+*) fail "the module went to $dir, outside the prefix /usr/local" ;;
+esac
+env -i PATH=/usr/bin:/bin "$python" -c '
+import sys
+sys.exit(sys.argv[1] not in sys.path)' "$dir" ||
+	fail "$python does not look in $dir, where make install put the module"
+echo "ok 5 - make install (prefix /usr/local) puts the module in $dir, on $python's path"
+
+cd "$t"
 rm -f "$t/prefix/lib/libpidlock.so"*
 out=$(env -i PATH=/usr/bin:/bin PYTHONPATH="$site" "$python" -c 'import pidlock' 2>&1) &&
-	{ echo "ok 4 # SKIP a system-wide libpidlock.so.0 loaded"; exit 0; }
+	{ echo "ok 6 # SKIP a system-wide libpidlock.so.0 loaded"; exit 0; }
 echo "$out" | tail -n 1 | grep -q "^ImportError: pidlock: cannot load.*tried: $t/prefix/lib/libpidlock.so.0 (.*); libpidlock.so.0 (" ||
 	fail "the message does not name the paths tried: $out"
-echo "ok 4 - the library removed: ImportError naming each path tried"
+echo "ok 6 - the library removed: ImportError naming each path tried"

@@ -57,10 +57,12 @@ def test_taken_away_is_lost_and_release_writes_nothing(lockpath):
             assert peer.poll() is None, "flock(1) did not get the lock"
             time.sleep(0.02)
         assert lock.check() is False
-        with pytest.raises(OSError) as e:
+        # A loss has a name of its own (an OSError all the same).
+        with pytest.raises(pidlock.LockLost) as e:
             lock.refresh()
         assert e.value.errno == errno.ENOLCK
-        with pytest.raises(OSError) as e:
+        assert isinstance(e.value, OSError)
+        with pytest.raises(pidlock.LockLost) as e:
             lock.release()
         assert e.value.errno == errno.ENOLCK
         assert not lock.locked
@@ -71,6 +73,11 @@ def test_taken_away_is_lost_and_release_writes_nothing(lockpath):
     lock.acquire(10)                  # a new hold starts afresh
     assert lock.check() is True
     lock.release()
+    # A release of what is not held is no loss.
+    with pytest.raises(OSError) as e:
+        lock.release()
+    assert e.value.errno == errno.ENOLCK
+    assert not isinstance(e.value, pidlock.LockLost)
 
 
 def test_lease_lapses(lockpath):
