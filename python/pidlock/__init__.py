@@ -75,15 +75,18 @@ and keeps each class's singletons apart.  What differs:
   SoftFileLock and WindowsFileLock are not (doc/migrate-filelock.md says
   what of filelock 3.32 is, and what is not yet).
 
-The library is libpidlock.so.0 of the module's own installation (the
-libdir make install put it in: ./configure --prefix=/opt/x needs no
-LD_LIBRARY_PATH), else the system's; the environment variable
-PIDLOCK_LIBRARY names another file, tried alone (tests in the build tree
-use lib/.libs/libpidlock.so.0).  When none loads, the ImportError names
-each file tried and why it failed.  Binding: ctypes, no compiled code, no
-dependency outside the standard library.
+The library is the package's own build (a wheel pip built where the
+system had none carries it), else libpidlock.so.0 of the module's own
+installation (the libdir make install put it in: ./configure
+--prefix=/opt/x needs no LD_LIBRARY_PATH), else the system's; the
+environment variable PIDLOCK_LIBRARY names another file, tried alone
+(tests in the build tree use lib/.libs/libpidlock.so.0).  pidlock.LIBRARY
+names the one loaded.  When none loads, the ImportError names each file
+tried and why it failed.  Binding: ctypes, no compiled extension module,
+no dependency outside the standard library.
 """
 
+from . import _lib as _lib_module
 from ._errors import BrokenLock, Busy, LockLost, NotALockFile, Timeout
 from ._types import Flags, Kind, LockInfo, State, inspect
 from ._lock import Lock
@@ -121,6 +124,11 @@ def _version() -> str:
 #: The version of this module, configure.ac's (AC_INIT).
 __version__ = _version()
 del _version
+
+#: The library file loaded, as it was named to the dynamic linker
+#: ("libpidlock.so.0": the system's; a path: $PIDLOCK_LIBRARY, the
+#: package's own build, or that of its installation's libdir).
+LIBRARY: str = str(_lib_module.lib._name)
 
 #: filelock's name for what AsyncReadWriteLock's acquires return.
 AsyncAcquireReadWriteReturnProxy = AsyncReadWriteReturnProxy

@@ -75,14 +75,22 @@ def _configured_libdir() -> Optional[str]:
 
 def candidates() -> List[str]:
     """The library files _load() tries, in order: the one named by
-    $PIDLOCK_LIBRARY alone if set; else the one of this module's own
-    installation (./configure --prefix), then the system's, found by the
-    dynamic linker's search (ld.so.cache, LD_LIBRARY_PATH)."""
+    $PIDLOCK_LIBRARY alone if set; else the package's own build (a
+    wheel that pip built where the system had no library carries one
+    beside this file); else the one of this module's own installation
+    (./configure --prefix), then the system's, found by the dynamic
+    linker's search (ld.so.cache, LD_LIBRARY_PATH).  pidlock.LIBRARY
+    names the one loaded."""
     named = os.environ.get(LIBRARY_ENV)
     if named:
         return [named]
+    found = []
+    bundled = os.path.join(os.path.dirname(os.path.abspath(__file__)), SONAME)
+    if os.path.exists(bundled):
+        found.append(bundled)
     libdir = _configured_libdir()
-    found = [os.path.join(libdir, SONAME)] if libdir else []
+    if libdir:
+        found.append(os.path.join(libdir, SONAME))
     return found + [SONAME]
 
 

@@ -54,3 +54,11 @@ def test_help_names_filelocks_defaults_as_they_are(lockpath):
             assert stat.S_IMODE(os.stat(lockpath).st_mode) == 0o600
     finally:
         os.umask(old)
+
+
+def test_library_names_the_file_loaded():
+    # run.sh names the build tree's library: that is the one loaded.
+    named = os.environ.get("PIDLOCK_LIBRARY")
+    if named:
+        assert pidlock.LIBRARY == named
+    assert pidlock.LIBRARY.endswith("libpidlock.so.0")

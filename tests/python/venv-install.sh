@@ -123,4 +123,26 @@ out=$(PIDLOCK_LIBRARY=$lib run_py 'import pidlock, importlib.metadata as m; prin
 	fail "pip install -e: import pidlock: $out"
 [ "$out" = "$srcdir/python/pidlock/__init__.py $version" ] || fail "pip install -e: $out"
 echo "ok 4 - pip install -e $srcdir/python: the source tree's module"
-echo "1..4"
+
+# The package's own build of the library (issue 45, item 3): with
+# bundle=yes always; by default whenever the system has no library
+# that exports every symbol.  No PIDLOCK_LIBRARY: the wheel's own file.
+"$t/v/bin/pip" uninstall -y libpidlock > pip.out 2>&1 || { cat pip.out >&2; fail "pip uninstall"; }
+pip_install --config-settings bundle=yes "$srcdir/python"
+check "bundle=yes" "$site/pidlock/__init__.py $site/pidlock/libpidlock.so.0 '' $version True False" \
+	-u PIDLOCK_LIBRARY
+ls "$t"/v/lib/python3*/site-packages/libpidlock-"$version".dist-info/WHEEL >/dev/null ||
+	fail "no WHEEL"
+grep -q '^Tag: py3-none-linux_' "$t"/v/lib/python3*/site-packages/libpidlock-"$version".dist-info/WHEEL ||
+	fail "the wheel with a library is not tagged for the platform"
+echo "ok 5 - bundle=yes: the wheel carries its own libpidlock.so.0, which the module loads"
+
+if "$vpy" -c 'import ctypes; ctypes.CDLL("libpidlock.so.0")' 2>/dev/null; then
+	echo "ok 6 # SKIP this machine has a system libpidlock.so.0"
+else
+	pip_install --force-reinstall "$srcdir/python"
+	check "no system library" "$site/pidlock/__init__.py $site/pidlock/libpidlock.so.0 '' $version True False" \
+		-u PIDLOCK_LIBRARY
+	echo "ok 6 - no system library: pip install builds one into the package"
+fi
+echo "1..6"
