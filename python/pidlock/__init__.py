@@ -47,8 +47,9 @@ release(force=False), is_locked, lock_counter, the nesting count, the
 per-thread holds of thread_local, and Timeout with lock_file (a
 TimeoutError, with filelock's str() and repr()).  As filelock does, it
 makes the missing directories of the path (with the umask), makes the
-file 0o666 minus the umask when no mode is given (mode reads 0o644
-then) and gives it exactly a ``mode`` given, whatever the umask, logs its attempts on the
+file 0o666 minus the umask when no mode is given, as filelock's
+os.open() does (mode reads 0o644 then), and gives it exactly a ``mode``
+given, whatever the umask, logs its attempts on the
 "filelock" logger with filelock's messages (also handed to the
 handlers of the "pidlock" logger), raises NotImplementedError where
 the file system cannot take the kernel's locks (the library's ENOLCK),

@@ -22,7 +22,7 @@ from typing import Any, Callable, NoReturn, Optional, Type
 from . import _filelock as _fl, _lib, _log
 from ._async import Attempt, drain, in_executor, take_async
 from ._errors import Busy, Timeout
-from ._filelock import FileLock, _Context, _let_go_uncounted, _raise_both
+from ._filelock import FileLock, _Context, _let_go_uncounted
 from ._lock import Lock, site_over, timeout_ms, with_site
 
 
@@ -136,19 +136,13 @@ class BaseAsyncFileLock(FileLock):
         context_error_policy "chain" it is raised with the
         CancelledError as its __context__, with "group" the two are
         raised together in a BaseExceptionGroup."""
-        if timeout is None:
-            timeout = self.timeout
-        if blocking is None:
-            blocking = self.blocking
-        if not blocking:
-            timeout = 0
-        if poll_interval is None:
-            poll_interval = self.poll_interval
+        ctx = self._context
+        timeout, poll_interval = self._call_settings(ctx, timeout,
+                                                     poll_interval, blocking)
         step = max(0.001, poll_interval)
         ms = timeout_ms(None if timeout < 0 else timeout)
         deadline = None if ms < 0 else time.monotonic() + ms / 1000
         proxy = AsyncAcquireReturnProxy(self)
-        ctx = self._context
         # First: in a forked child, _taking may be a future of the
         # parent's loop.
         self._refuse_inherited()
@@ -251,18 +245,6 @@ class BaseAsyncFileLock(FileLock):
                 _log.debug_filelock(_log.CANCELLED, self, self._lock_file)
                 raise Timeout(self._lock_file)
 
-    def _handle_of(self, ctx: _Context) -> Lock:
-        """ctx's pidlock.Lock, made at the first acquire."""
-        if ctx.lock is None:
-            lock = Lock(self._lock_file, tag=self._tag, flags=self._flags,
-                        mode=0o666 if self._mode is None else self._mode)
-            lock._quiet = True
-            ctx.lock = lock
-        lock = ctx.lock
-        if lock._owner is not None:   # a forked child's stale record
-            lock._owner = None
-        return lock
-
     async def _take(self, ctx: _Context, ms: int, deadline: Optional[float],
                     cancel_check: Optional[Callable[[], bool]],
                     step: float) -> None:
@@ -272,6 +254,8 @@ class BaseAsyncFileLock(FileLock):
         waits); else in the loop.  The wait between tries is the loop's
         (take_async())."""
         lock = self._handle_of(ctx)
+        if lock._owner is not None:   # a forked child's stale record
+            lock._owner = None
         attempt = None
         if self._run_in_executor:
             policy = self._context_error_policy
@@ -430,15 +414,7 @@ class BaseAsyncFileLock(FileLock):
             if entry is not None:
                 _lib.settle(lambda: self._forget_with(entry))
         except BaseException as release_error:
-            if exc is None or self._context_error_policy == "chain":
-                raise
-            _raise_both(exc, release_error)
-
-    def __del__(self) -> None:
-        try:
-            FileLock.release(self, force=True)
-        except Exception:  # noqa: BLE001 - a finalizer must not raise
-            pass
+            self._exit_error(exc, release_error)
 
     def __repr__(self) -> str:
         state = "locked" if self.is_locked else "unlocked"

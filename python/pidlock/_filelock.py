@@ -18,7 +18,7 @@ import time
 import warnings
 import weakref
 from types import TracebackType
-from typing import Any, Callable, Optional, Type
+from typing import Any, Callable, NoReturn, Optional, Type
 
 from . import _lib, _log
 from ._errors import Busy, Timeout
@@ -377,24 +377,8 @@ class FileLock(contextlib.ContextDecorator):
             warnings.warn("use poll_interval instead of poll_intervall",
                           DeprecationWarning, stacklevel=2)
         ctx = self._contexts.ctx
-        if self._plain and not ctx.settings:
-            # Nothing set after the constructor: its values, without
-            # the properties' look-ups.
-            if timeout is None:
-                timeout = self._timeout
-            if blocking is None:
-                blocking = self._blocking
-            if poll_interval is None:
-                poll_interval = self._poll_interval
-        else:
-            if timeout is None:
-                timeout = self.timeout
-            if blocking is None:
-                blocking = self.blocking
-            if poll_interval is None:
-                poll_interval = self.poll_interval
-        if not blocking:
-            timeout = 0
+        timeout, poll_interval = self._call_settings(ctx, timeout,
+                                                     poll_interval, blocking)
         # Made before the lock is taken: after the hold, nothing but
         # bookkeeping that an interrupt cannot leave half done.
         proxy = AcquireReturnProxy(self)
@@ -535,6 +519,47 @@ class FileLock(contextlib.ContextDecorator):
                 raise Timeout(self._lock_file)
             left = step if deadline is None else min(step, deadline - time.monotonic())
 
+    def _call_settings(self, ctx: _Context, timeout: Optional[float],
+                       poll_interval: Optional[float],
+                       blocking: Optional[bool]) -> "tuple[float, float]":
+        """An acquire's timeout (0 when not blocking) and poll_interval,
+        from its arguments or else the lock's (FileLock and
+        AsyncFileLock alike)."""
+        if self._plain and not ctx.settings:
+            # Nothing set after the constructor: its values, without
+            # the properties' look-ups.
+            settings = (self._timeout, self._blocking, self._poll_interval)
+        else:
+            settings = (self.timeout, self.blocking, self.poll_interval)
+        if timeout is None:
+            timeout = settings[0]
+        if blocking is None:
+            blocking = settings[1]
+        if poll_interval is None:
+            poll_interval = settings[2]
+        return (timeout if blocking else 0), poll_interval
+
+    def _handle_of(self, ctx: _Context) -> Lock:
+        """ctx's pidlock.Lock, made at the first acquire.  No mode
+        given: 0o666 less the umask, as filelock's os.open() makes it
+        (self.mode reads 0o644 then, as filelock's does); a mode given
+        is exact (pidlock_set_mode(3))."""
+        if ctx.lock is None:
+            mode = self._mode if self._mode is not None else 0o666 & ~_umask()
+            lock = Lock(self._lock_file, tag=self._tag, flags=self._flags,
+                        mode=mode)
+            lock._quiet = True   # this FileLock logs, on filelock's logger
+            ctx.lock = lock
+        return ctx.lock
+
+    def _exit_error(self, exc: Optional[BaseException],
+                    release_error: BaseException) -> NoReturn:
+        """__exit__'s release failed: its error, alone or with the
+        block's, as context_error_policy says."""
+        if exc is None or self._context_error_policy == "chain":
+            raise release_error
+        _raise_both(exc, release_error)
+
     def _call_on_acquired(self, ctx: _Context, counted: list) -> None:
         """on_acquired(fd) after the first hold; if it raises, the hold is
         let go and its error goes on (with the release's, if that fails
@@ -566,14 +591,7 @@ class FileLock(contextlib.ContextDecorator):
             ctx.mutex.release()
 
     def _take(self, ctx: _Context, timeout: float) -> None:
-        lock = ctx.lock
-        if lock is None:
-            # No mode given: the library's 0o644 less the umask, which
-            # is what self.mode says (a mode given is exact).
-            lock = Lock(self._lock_file, tag=self._tag, flags=self._flags,
-                        mode=self._mode)
-            lock._quiet = True   # this FileLock logs, on filelock's logger
-            ctx.lock = lock
+        lock = self._handle_of(ctx)
         try:
             try:
                 # _acquire_reporting(), its first try without a call.
@@ -818,14 +836,14 @@ class FileLock(contextlib.ContextDecorator):
         try:
             self.release()
         except BaseException as release_error:
-            if exc is None or self._context_error_policy == "chain":
-                raise
-            _raise_both(exc, release_error)
+            self._exit_error(exc, release_error)
 
     def __del__(self) -> None:
         # The handles' own finalizers let go of other threads' holds.
+        # FileLock's release, not a subclass's (AsyncFileLock's is a
+        # coroutine).
         try:
-            self.release(force=True)
+            FileLock.release(self, force=True)
         except Exception:  # noqa: BLE001 - a finalizer must not raise
             pass
 
@@ -897,6 +915,20 @@ def _canonical(lock_file: PathArg) -> str:
     path = os.path.abspath(os.fsdecode(lock_file))
     parent, name = os.path.split(path)
     return os.path.join(os.path.realpath(parent), name)
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (os.umask() would,
+    for a moment, under every thread): /proc/self/status's Umask (Linux
+    4.7 and later); else filelock's default's share, 0o022."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
 
 
 def _let_go_uncounted(ctx: _Context) -> None:

@@ -267,9 +267,9 @@ def test_mode_whatever_the_umask(lockpath, mask, mode):
         # So does pidlock.Lock (pidlock_set_mode(3) is exact).
         got = file_mode_while_held(lambda p: pidlock.Lock(p, mode=mode), lockpath)
         assert got == mode
-        # Without a mode, 0o644 less the umask, as lock.mode says.
+        # Without a mode, 0o666 less the umask, as filelock's os.open().
         got = file_mode_while_held(lambda p: FileLock(p), lockpath)
-        assert got == 0o644 & ~mask
+        assert got == 0o666 & ~mask
         assert os.umask(mask) == mask    # left as it was
 
 

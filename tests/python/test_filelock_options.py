@@ -112,7 +112,7 @@ def test_mode_unset_leaves_it_to_the_umask(lockpath):
         lock = FileLock(lockpath)
         assert not lock.has_explicit_mode and lock.mode == 0o644
         with lock:
-            assert stat.S_IMODE(os.stat(lockpath).st_mode) == 0o640
+            assert stat.S_IMODE(os.stat(lockpath).st_mode) == 0o640   # 0o666 & ~0o027
         assert FileLock(lockpath, mode=0o600).has_explicit_mode
     finally:
         os.umask(old)

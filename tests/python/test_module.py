@@ -62,3 +62,23 @@ def test_library_names_the_file_loaded():
     if named:
         assert pidlock.LIBRARY == named
     assert pidlock.LIBRARY.endswith("libpidlock.so.0")
+
+
+def test_an_unset_mode_is_the_same_for_filelock_and_asyncfilelock(lockpath):
+    # One home for the handle (FileLock._handle_of()): both make the file
+    # 0o666 less the umask, as filelock does (FileLock made it 0o644
+    # less the umask, AsyncFileLock exactly 0o666 whatever the umask).
+    import asyncio
+
+    async def in_loop() -> int:
+        async with pidlock.AsyncFileLock(lockpath):
+            return stat.S_IMODE(os.stat(lockpath).st_mode)
+
+    for mask in (0, 0o027):
+        old = os.umask(mask)
+        try:
+            with pidlock.FileLock(lockpath):
+                plain = stat.S_IMODE(os.stat(lockpath).st_mode)
+            assert plain == asyncio.run(in_loop()) == 0o666 & ~mask
+        finally:
+            os.umask(old)
