@@ -671,3 +671,31 @@ def test_nested_with_still_refused(lockpath):
         assert lock.locked
     assert not lock.locked
     lock.close()
+
+
+def test_explicit_release_cut_short_twice_is_finished_by_the_next_acquire(
+        lockpath, monkeypatch):
+    """A release() (no with-statement) that one interrupt cuts short
+    before the library let go, and a second one before its clean-up ran:
+    the next acquire() finishes that release and takes the lock, rather
+    than saying EALREADY (issue 45, item 2)."""
+    import pidlock._lib as lib_module
+    import pidlock._lock as lock_module
+    lock = pidlock.Lock(lockpath)
+    lock.acquire()
+    real_let_go, real_settle = lock_module._let_go, lib_module.settle
+
+    def interrupted(*args):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lock_module, "_let_go", interrupted)
+    monkeypatch.setattr(lib_module, "settle", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        lock.release()
+    monkeypatch.setattr(lock_module, "_let_go", real_let_go)
+    monkeypatch.setattr(lib_module, "settle", real_settle)
+    assert lock.locked                  # the kernel still holds: it says so
+    lock.acquire(timeout=0)             # finishes the release, then takes
+    assert lock.locked
+    lock.release()
+    assert not lock.locked and not os.path.exists(lockpath)
