@@ -699,3 +699,37 @@ def test_explicit_release_cut_short_twice_is_finished_by_the_next_acquire(
     assert lock.locked
     lock.release()
     assert not lock.locked and not os.path.exists(lockpath)
+
+
+def test_async_acquire_interrupted_after_its_record_lets_go_at_once(
+        lockpath, monkeypatch):
+    """An AsyncLock.acquire() that an interrupt ends after it recorded
+    the hold (its last line, the log record): the hold goes with the
+    exception, not at the next acquire; another process takes the lock
+    at its first try."""
+    import pidlock._log as log_module
+    real_debug = log_module.debug
+
+    def interrupted(msg, *args):  # type: ignore[no-untyped-def]
+        if msg == log_module.ACQUIRED:
+            raise KeyboardInterrupt
+        return real_debug(msg, *args)
+
+    async def main(lock: pidlock.AsyncLock) -> None:
+        monkeypatch.setattr(log_module, "debug", interrupted)
+        try:
+            await lock.acquire()
+        finally:
+            monkeypatch.setattr(log_module, "debug", real_debug)
+
+    lock = pidlock.AsyncLock(lockpath)
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(main(lock))
+        assert not lock.locked
+        script = "import pidlock, sys; pidlock.Lock(sys.argv[1]).acquire(0)"
+        assert subprocess.run([sys.executable, "-c", script, lockpath],
+                              timeout=30).returncode == 0
+    finally:
+        loop.close()
