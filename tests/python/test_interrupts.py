@@ -733,3 +733,54 @@ def test_async_acquire_interrupted_after_its_record_lets_go_at_once(
                               timeout=30).returncode == 0
     finally:
         loop.close()
+
+
+def test_async_filelock_waits_for_a_try_an_interrupt_left_running(
+        lockpath, monkeypatch):
+    """An interrupt ends an AsyncFileLock.acquire() while its call in the
+    executor still runs (on_acquired, slow, after the take): the next
+    acquire() waits for that call to end before it uses the handle (two
+    threads never call into one handle), lets go of what it took, and
+    takes the lock afresh."""
+    import threading
+    import time
+    import pidlock._async as async_module
+
+    started, finished = threading.Event(), threading.Event()
+    calls = []
+
+    def slow_hook(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == 1:
+            started.set()
+            time.sleep(0.5)
+            finished.set()
+
+    real_drain = async_module.drain
+    cut = []
+
+    async def interrupted_drain(job):  # type: ignore[no-untyped-def]
+        if not cut:
+            cut.append(True)
+            assert started.wait(10)
+            raise KeyboardInterrupt
+        return await real_drain(job)
+
+    monkeypatch.setattr(async_module, "drain", interrupted_drain)
+    lock = pidlock.AsyncFileLock(lockpath, on_acquired=slow_hook)
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(lock.acquire())
+
+        async def again() -> bool:
+            await lock.acquire()
+            return finished.is_set()
+
+        assert loop.run_until_complete(again())   # not before the call ended
+        assert lock.is_locked and lock.lock_counter == 1
+        assert len(calls) == 2                    # taken afresh
+        loop.run_until_complete(lock.release())
+        assert not os.path.exists(lockpath)
+    finally:
+        loop.close()
