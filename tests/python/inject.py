@@ -36,8 +36,21 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Optional, Set
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PACKAGE = os.environ.get("PIDLOCK_INJECT_PACKAGE") or os.path.join(
-    os.path.dirname(os.path.dirname(HERE)), "python", "pidlock")
+
+
+
+def _package() -> str:
+    """The package under test: $PIDLOCK_INJECT_PACKAGE, else the one
+    `import pidlock' finds here (PYTHONPATH: the tree's, or a mutated
+    copy's), else the tree's."""
+    named = os.environ.get("PIDLOCK_INJECT_PACKAGE")
+    if named:
+        return named
+    import importlib.util
+    spec = importlib.util.find_spec("pidlock")
+    if spec is not None and spec.submodule_search_locations:
+        return list(spec.submodule_search_locations)[0]
+    return os.path.join(os.path.dirname(os.path.dirname(HERE)), "python", "pidlock")
 
 
 class _Hooks(ast.NodeTransformer):
@@ -79,10 +92,11 @@ def rewritten_package() -> str:
     """A directory holding the rewritten copy of the package."""
     top = tempfile.mkdtemp(prefix="pidlock-inject.")
     os.mkdir(os.path.join(top, "pidlock"))
-    for name in os.listdir(PACKAGE):
+    package = _package()
+    for name in os.listdir(package):
         if not name.endswith(".py") or name == "_paths.py":
             continue
-        with open(os.path.join(PACKAGE, name), encoding="utf-8") as f:
+        with open(os.path.join(package, name), encoding="utf-8") as f:
             tree = ast.parse(f.read())
         tree = ast.fix_missing_locations(_Hooks().visit(tree))
         with open(os.path.join(top, "pidlock", name), "w", encoding="utf-8") as f:

@@ -291,6 +291,10 @@ def test_timeout_repr_and_pickle(lockpath):
     back = pickle.loads(pickle.dumps(exc))
     assert type(back) is Timeout and repr(back) == repr(exc)
     assert str(back) == str(exc) and back.lock_file == lockpath
+    # With a holder too: filelock's repr, not Busy's (which names the pid).
+    import types
+    held = Timeout(lockpath, types.SimpleNamespace(pid=123, tag="t", age=1.0))
+    assert repr(held) == f"Timeout({lockpath!r})"
 
 
 def test_singleton_mismatch_message(lockpath):

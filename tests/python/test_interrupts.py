@@ -784,3 +784,16 @@ def test_async_filelock_waits_for_a_try_an_interrupt_left_running(
         assert not os.path.exists(lockpath)
     finally:
         loop.close()
+
+
+def test_site_of_other_code_at_the_frames_address_is_over(lockpath):
+    """site_over(): a frame found at a with-site's frame address that runs
+    other code is another frame (frame objects are made and freed at the
+    same addresses, site_over()'s own walk makes some): the statement is
+    over, whatever the instruction offsets say."""
+    from pidlock._lock import site_over
+    lock = pidlock.FileLock(lockpath)
+    with lock:
+        site = lock._context.sites[-1]
+        assert not site_over(site)              # this frame, in the block
+        assert site_over(site[:3] + (site[3] + 1,))
