@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import Any, Callable, NoReturn, Optional, Type
 
 from . import _lib, _log
-from ._errors import Busy, Timeout
+from ._errors import Busy, LockLost, Timeout
 from ._lock import Lock, site_over, with_site
 from ._types import Flags, PathArg
 
@@ -751,8 +751,9 @@ class FileLock(contextlib.ContextDecorator):
                 try:
                     lock.release()
                 except OSError as exc:
-                    if not (recorded and type(exc) is OSError
-                            and exc.errno == errno.ENOLCK):
+                    # (LockLost too: the library's ENOLCK either way.)
+                    if not (recorded and exc.errno == errno.ENOLCK
+                            and type(exc) in (OSError, LockLost)):
                         raise
                     # The library held nothing (only an interrupt within
                     # a Lock's own clean-up leaves such a record): not
