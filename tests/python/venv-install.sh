@@ -95,7 +95,9 @@ check() {	# step-name expected-output [env...]: run the probe
 }
 site=$("$vpy" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-pip_install "$srcdir/python"
+# bundle=no: the library is built by ok 5 and ok 6 only (each build
+# costs about 10 s).
+pip_install --config-settings bundle=no "$srcdir/python"
 check "pip install" "$site/pidlock/__init__.py $lib '' $version True False" \
 	PIDLOCK_LIBRARY="$lib"
 echo "ok 1 - pip install --no-index $srcdir/python: pidlock $version in the venv, with \$PIDLOCK_LIBRARY"
@@ -112,7 +114,7 @@ import _pidlock_build as b
 print(b.build_sdist(sys.argv[1]))' "$t/sdist") > sdist.out 2>&1 ||
 	{ cat sdist.out >&2; fail "the backend's build_sdist"; }
 [ "$(cat sdist.out)" = "libpidlock-$version.tar.gz" ] || fail "sdist: $(cat sdist.out)"
-pip_install --force-reinstall "$t/sdist/libpidlock-$version.tar.gz"
+pip_install --force-reinstall --config-settings bundle=no "$t/sdist/libpidlock-$version.tar.gz"
 check "sdist" "$site/pidlock/__init__.py $lib '' $version True False" \
 	PIDLOCK_LIBRARY="$lib"
 echo "ok 3 - the sdist libpidlock-$version.tar.gz installs the same"
@@ -127,15 +129,16 @@ echo "ok 4 - pip install -e $srcdir/python: the source tree's module"
 # The package's own build of the library (issue 45, item 3): with
 # bundle=yes always; by default whenever the system has no library
 # that exports every symbol.  No PIDLOCK_LIBRARY: the wheel's own file.
+# From the sdist: it carries the C sources.
 "$t/v/bin/pip" uninstall -y libpidlock > pip.out 2>&1 || { cat pip.out >&2; fail "pip uninstall"; }
-pip_install --config-settings bundle=yes "$srcdir/python"
+pip_install --config-settings bundle=yes "$t/sdist/libpidlock-$version.tar.gz"
 check "bundle=yes" "$site/pidlock/__init__.py $site/pidlock/libpidlock.so.0 '' $version True False" \
 	-u PIDLOCK_LIBRARY
 ls "$t"/v/lib/python3*/site-packages/libpidlock-"$version".dist-info/WHEEL >/dev/null ||
 	fail "no WHEEL"
 grep -q '^Tag: py3-none-linux_' "$t"/v/lib/python3*/site-packages/libpidlock-"$version".dist-info/WHEEL ||
 	fail "the wheel with a library is not tagged for the platform"
-echo "ok 5 - bundle=yes: the wheel carries its own libpidlock.so.0, which the module loads"
+echo "ok 5 - the sdist, bundle=yes: the wheel carries its own libpidlock.so.0, which the module loads"
 
 if "$vpy" -c 'import ctypes; ctypes.CDLL("libpidlock.so.0")' 2>/dev/null; then
 	echo "ok 6 # SKIP this machine has a system libpidlock.so.0"
