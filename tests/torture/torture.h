@@ -57,6 +57,10 @@ struct shm {
 	/* The killer's claim on an idle dotlock participant: see
 	 * condemn_idle() in torture.c and set_phase() in peers.c. */
 	volatile int condemned[MAX_SLOTS];
+	/* Since when a polling participant (dotlockfile, no kernel lock)
+	 * has been trying without getting the lock (0: not trying): see
+	 * pause_between() in peers.c. */
+	volatile int64_t polling_since_ns[MAX_SLOTS];
 };
 
 struct config {
