@@ -14,9 +14,7 @@ import collections
 import contextlib
 import ctypes
 import errno
-import math
 import os
-import select
 import sys
 import threading
 import time
@@ -286,37 +284,6 @@ class AsyncLock:
         return f"<pidlock.AsyncLock {self.path!r} {state}>"
 
 
-def acquire_steps(lock: Lock, ms: int, deadline: Optional[float],
-                  expired: Callable[[Optional[LockInfo], int], NoReturn]
-                  ) -> Iterator[Tuple[int, float]]:
-    """The library's wait (pidlock_acquire_async(3)) for lock's handle,
-    for a wait of either kind (a task's, a thread's): yields the
-    descriptor to wait on and the seconds to wait at most, and ends when
-    the handle holds.  When deadline (time.monotonic()) has passed,
-    expired(last holder seen, EWOULDBLOCK if ms is 0 else ETIMEDOUT)
-    raises."""
-    pollfd = ctypes.c_int(-1)
-    wait_ms = ctypes.c_int(0)
-    # A call made before the library's due time tries nothing and
-    # forgets the holder it saw: keep the last one seen.
-    holder: Optional[LockInfo] = None
-    while True:
-        rc = _lib.lib.pidlock_acquire_async(
-            lock._live(), ctypes.byref(pollfd), ctypes.byref(wait_ms))
-        if rc == 0:
-            return
-        if rc != -errno.EWOULDBLOCK:
-            raise_for(rc, lock.path)
-        holder = lock.holder() or holder
-        delay = wait_ms.value / 1000
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                expired(holder, errno.EWOULDBLOCK if ms == 0 else errno.ETIMEDOUT)
-            delay = min(delay, left)
-        yield pollfd.value, delay
-
-
 Attempt = Callable[[Lock], Awaitable[Tuple[int, int, int]]]
 
 
@@ -580,53 +547,3 @@ async def drain(job: "asyncio.Future[Any]") -> Optional[BaseException]:
     if not job.cancelled():
         job.exception()   # seen: no "never retrieved" report
     return cancelled
-
-
-class Stopped(Exception):
-    """The executor's wait ended by Stop.set(): the loop raises the
-    cancellation (or Timeout) that set it."""
-
-
-class Stop:
-    """Ends an executor thread's wait from the loop: set() wakes the
-    thread's poll(2) through a pipe, made only when the thread waits."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._set = False
-        self._pipe: Optional[tuple] = None
-        # Set by the thread when its first try found the lock held.
-        self.waiting = False
-
-    def set(self) -> None:
-        with self._guard:
-            self._set = True
-            if self._pipe is not None:
-                os.write(self._pipe[1], b"x")
-
-    def is_set(self) -> bool:
-        with self._guard:
-            return self._set
-
-    def wait(self, fd: int, delay: float) -> bool:
-        """Until fd (-1: none) is readable, delay seconds pass or set();
-        True if set()."""
-        with self._guard:
-            if self._set:
-                return True
-            if self._pipe is None:
-                self._pipe = os.pipe()   # O_CLOEXEC (PEP 446)
-            poller = select.poll()
-            poller.register(self._pipe[0], select.POLLIN)
-        if fd >= 0:
-            poller.register(fd, select.POLLIN)
-        poller.poll(max(0, math.ceil(delay * 1000)))
-        with self._guard:
-            return self._set
-
-    def close(self) -> None:
-        with self._guard:
-            pipe, self._pipe = self._pipe, None
-        if pipe is not None:
-            os.close(pipe[0])
-            os.close(pipe[1])

@@ -13,10 +13,10 @@ import threading
 import time
 import weakref
 from concurrent import futures
-from typing import Any, AsyncIterator, Iterator, NoReturn, Optional
+from typing import Any, AsyncIterator, Iterator, Optional, Tuple
 
 from . import _lib
-from ._async import Stop, Stopped, acquire_steps, drain
+from ._async import Attempt, drain, take_async, try_once
 from ._errors import Busy, Timeout
 from ._lock import Lock, timeout_ms
 from ._types import LockInfo, PathArg
@@ -154,10 +154,9 @@ class ReadWriteLock:
         self._lock_level += 1
         return ReadWriteReturnProxy(self)
 
-    def _acquire(self, mode: str, timeout: float, blocking: bool,
-                 stop: Optional[Stop] = None) -> ReadWriteReturnProxy:
-        """The take of either mode; with stop (AsyncReadWriteLock's
-        executor call), a wait that stop.set() ends raises Stopped."""
+    def _acquire(self, mode: str, timeout: float,
+                 blocking: bool) -> ReadWriteReturnProxy:
+        """The take of either mode."""
         self._usable()
         with self._guard:
             if self._lock_level > 0:
@@ -165,19 +164,44 @@ class ReadWriteLock:
             lock = Lock(self._path, shared=(mode == "read"))
             wait = 0 if not blocking else (None if timeout < 0 else timeout)
             try:
-                if stop is None:
-                    lock.acquire(wait)
-                else:
-                    _take_stoppable(lock, wait, stop)
+                lock.acquire(wait)
             except Busy as busy:
                 lock.close()
                 raise Timeout(self.lock_file, busy.holder, busy.errno) from None
             except BaseException:
                 lock.close()
                 raise
-            self._held, self._current_mode, self._lock_level = lock, mode, 1
-            self._write_thread_id = threading.get_ident() if mode == "write" else None
+            self._record(lock, mode)
             return ReadWriteReturnProxy(self)
+
+    def _record(self, lock: Lock, mode: str) -> None:
+        self._held, self._current_mode, self._lock_level = lock, mode, 1
+        self._write_thread_id = threading.get_ident() if mode == "write" else None
+
+    def _again_or_none(self, mode: str, took: list) -> bool:
+        """AsyncReadWriteLock's first call: one level more of what is
+        held (or the refusal), and True (took gets it); False when
+        nothing is held."""
+        self._usable()
+        with self._guard:
+            if self._lock_level == 0:
+                return False
+            self._again(mode)
+            took.append(True)
+            return True
+
+    def _took(self, lock: Lock, mode: str) -> None:
+        """AsyncReadWriteLock's call whose try took lock's handle: the
+        hold, or one level more of a hold that another task of this
+        lock's took meanwhile (this handle is let go; a reader beside
+        our own reader gets in at once)."""
+        lock._owner = os.getpid()
+        with self._guard:
+            if self._lock_level == 0:
+                self._record(lock, mode)
+                return
+            _lib.settle(lock.close)
+            self._again(mode)
 
     def release(self, *, force: bool = False) -> None:
         """One level down; let go at 0 (at once if force).  RuntimeError
@@ -220,27 +244,6 @@ class ReadWriteLock:
             held.close()      # the child's descriptor only (see Lock)
 
 
-def _take_stoppable(lock: Lock, wait: Optional[float], stop: Stop) -> None:
-    """lock.acquire(wait) in an executor's thread, woken by the release
-    or by stop.set() (Stopped).  A call that starts after stop was set
-    tries nothing: its caller is gone, and nothing is left to let go."""
-    if stop.is_set():
-        raise Stopped(lock.path)
-    ms = timeout_ms(wait)
-    deadline = None if ms < 0 else time.monotonic() + ms / 1000
-
-    def expired(holder: Optional[LockInfo], err: int) -> NoReturn:
-        raise Busy(lock.path, holder, err)
-
-    try:
-        for fd, delay in acquire_steps(lock, ms, deadline, expired):
-            if stop.wait(fd, delay):
-                raise Stopped(lock.path)
-    finally:
-        stop.close()
-    lock._owner = os.getpid()
-
-
 _LIVE: "weakref.WeakSet[ReadWriteLock]" = weakref.WeakSet()
 
 
@@ -276,7 +279,8 @@ class AsyncReadWriteReturnProxy:
 class AsyncReadWriteLock:
     """ReadWriteLock for asyncio: each call runs in an executor (by
     default one thread of its own, which close() shuts down), so the
-    write lock's thread is always that one.
+    write lock's thread is always that one.  A wait is the event
+    loop's, between tries that are short calls: no thread waits.
 
     AsyncReadWriteLock(lock_file, timeout=-1, *, blocking=True,
     is_singleton=True, loop=None, executor=None)
@@ -293,6 +297,7 @@ class AsyncReadWriteLock:
         self._owns_executor = executor is None
         self._executor = executor or futures.ThreadPoolExecutor(max_workers=1)
         self._closed = False
+        self._orphan: Optional[tuple] = None
 
     @property
     def lock_file(self) -> str:
@@ -321,33 +326,97 @@ class AsyncReadWriteLock:
 
     async def _acquire(self, mode: str, timeout: float,
                        blocking: bool) -> AsyncReadWriteReturnProxy:
-        """The take in the executor.  A cancellation ends the thread's
-        wait and waits for the call to end (through more
-        cancellations): what it took is let go, in the executor, before
-        the CancelledError goes on.  A call that the executor cancelled
-        before it ran (shutdown(cancel_futures=True)) raises that
-        cancellation, with the caller's, if one came first, as its
-        __context__."""
-        self._lock._usable()
+        """Each try is one short call in the executor (where the write
+        lock's thread is); the waits between tries are the loop's
+        (take_async()), so no thread of the executor waits for the lock,
+        and the tasks of one loop that wait for one path cost one kernel
+        waiter.  A reentrant acquire is decided in the executor first."""
+        rw = self._lock
+        rw._usable()
         loop = self._loop or asyncio.get_running_loop()
-        stop = Stop()
+        await self._settle_orphan(loop)
+        again: list = []
         job = loop.run_in_executor(self._executor, functools.partial(
-            self._lock._acquire, mode, timeout, blocking, stop))
+            rw._again_or_none, mode, again))
+        if await self._outcome(loop, job, again, None):
+            return AsyncReadWriteReturnProxy(self)
+        ms = timeout_ms(0 if not blocking else (None if timeout < 0 else timeout))
+        deadline = None if ms < 0 else time.monotonic() + ms / 1000
+        lock = Lock(rw._path, shared=(mode == "read"))
+        took: list = []
+        try:
+            await take_async(lock, ms, deadline, None,
+                             attempt=self._attempt(loop, mode, took))
+        except Busy as busy:
+            lock.close()
+            raise Timeout(rw.lock_file, busy.holder, busy.errno) from None
+        except BaseException:
+            if not took and self._orphan is None:
+                lock.close()
+            raise
+        return AsyncReadWriteReturnProxy(self)
+
+    def _attempt(self, loop: asyncio.AbstractEventLoop, mode: str,
+                 took: list) -> Attempt:
+        """One try in the executor; once the handle holds, the
+        ReadWriteLock records the hold in the same call (took gets it).
+        See _outcome() for a cancellation or an interrupt."""
+        rw = self._lock
+
+        def call(lock: Lock) -> Tuple[int, int, int]:
+            result = try_once(lock)
+            if result[0] == 0:
+                rw._took(lock, mode)
+                took.append(True)
+            return result
+
+        async def attempt(lock: Lock) -> Tuple[int, int, int]:
+            job = loop.run_in_executor(self._executor, call, lock)
+            result: Tuple[int, int, int] = await self._outcome(loop, job, took, lock)
+            return result
+        return attempt
+
+    async def _outcome(self, loop: asyncio.AbstractEventLoop,
+                       job: "asyncio.Future[Any]", took: list,
+                       lock: Optional[Lock]) -> Any:
+        """job's result.  A cancellation waits for the call to end, lets
+        go of what it took, and then goes on; a call that the executor
+        cancelled before it ran raises that cancellation (with the
+        caller's as its __context__).  An interrupt that is no
+        cancellation leaves the call running: the next acquire waits for
+        it (_settle_orphan())."""
         try:
             await asyncio.wait({job})
         except asyncio.CancelledError:
-            stop.set()
             await drain(job)
             if job.cancelled():
                 job.result()   # the executor's (__context__: the caller's)
             error = job.exception()
-            if error is None:
+            if error is None and took:
                 await self._let_go_taken(loop)
-            elif not isinstance(error, (Stopped, Timeout)):
+            elif error is not None:
                 raise error    # a failure: the cancellation its __context__
             raise
-        job.result()
-        return AsyncReadWriteReturnProxy(self)
+        except BaseException:
+            if not job.done():
+                self._orphan = (job, took, lock)
+            raise
+        return job.result()
+
+    async def _settle_orphan(self, loop: asyncio.AbstractEventLoop) -> None:
+        """A try that an interrupt left running: wait for it, and let go
+        of what it took, before this lock is used again."""
+        if self._orphan is None:
+            return
+        job, took, lock = self._orphan
+        cancelled = await drain(job)
+        self._orphan = None
+        if took:
+            await self._let_go_taken(loop)
+        elif lock is not None:
+            lock.close()
+        if cancelled is not None:
+            raise cancelled
 
     async def _let_go_taken(self, loop: asyncio.AbstractEventLoop) -> None:
         """What a cancelled acquire's executor call took is let go there

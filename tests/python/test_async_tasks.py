@@ -32,7 +32,12 @@ def inotify_instances() -> int:
     return count
 
 
-def one_per_task(kind: str, path: str) -> Callable[[], object]:
+def one_per_task(kind: str, path: str,
+                 executor: object = None) -> Callable[[], object]:
+    if kind == "AsyncReadWriteLock":
+        # All on the one executor given (of one thread, in the test).
+        return lambda: pidlock.AsyncReadWriteLock(
+            path, is_singleton=False, executor=executor).write_lock()
     if kind == "AsyncFileLock":
         return lambda: pidlock.AsyncFileLock(path)
     if kind == "AsyncFileLock-loop":
@@ -68,7 +73,8 @@ async def gather_behind_a_holder(make: Callable[[], object], n: int,
     return [done, max(seen)]
 
 
-@pytest.mark.parametrize("kind", ["AsyncFileLock", "AsyncFileLock-loop", "AsyncLock"])
+@pytest.mark.parametrize("kind", ["AsyncFileLock", "AsyncFileLock-loop", "AsyncLock",
+                                  "AsyncReadWriteLock"])
 @pytest.mark.parametrize("n", [40, 1000])
 def test_a_lock_per_task_behind_another_process(lockpath, kind, n):
     # An executor of one thread: a wait that parked it would stop every
@@ -76,10 +82,10 @@ def test_a_lock_per_task_behind_another_process(lockpath, kind, n):
     holder = Holder(lockpath)
     try:
         async def main() -> List[int]:
-            asyncio.get_running_loop().set_default_executor(
-                ThreadPoolExecutor(max_workers=1))
+            executor = ThreadPoolExecutor(max_workers=1)
+            asyncio.get_running_loop().set_default_executor(executor)
             return await gather_behind_a_holder(
-                one_per_task(kind, lockpath), n, holder)
+                one_per_task(kind, lockpath, executor), n, holder)
         done, most = asyncio.run(main())
     finally:
         holder.close()

@@ -194,11 +194,13 @@ def test_cancelled_read_write_wait_ends_and_holds_nothing(lockpath):
 
 
 class GatedExecutor(ThreadPoolExecutor):
-    """One thread; each call, once done, waits for gate before it
-    returns: the test cancels the caller between the two."""
+    """One thread; a call after which the lock file is there (the call
+    that took the lock), once done, waits for gate before it returns:
+    the test cancels the caller between the two."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: str) -> None:
         super().__init__(max_workers=1)
+        self.path = path
         self.gate = threading.Event()
         self.done = threading.Event()
 
@@ -207,8 +209,9 @@ class GatedExecutor(ThreadPoolExecutor):
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.done.set()
-                self.gate.wait(10)
+                if os.path.exists(self.path):
+                    self.done.set()
+                    self.gate.wait(10)
         return super().submit(gated)
 
 
@@ -217,7 +220,7 @@ def test_cancelled_read_write_acquire_lets_go_what_its_call_took(lockpath):
     # could end its wait: the CancelledError comes once that hold is let
     # go, in the executor.
     async def main() -> None:
-        executor = GatedExecutor()
+        executor = GatedExecutor(lockpath)
         lock = pidlock.AsyncReadWriteLock(lockpath, is_singleton=False,
                                           executor=executor)
         task = asyncio.create_task(lock.acquire_write())

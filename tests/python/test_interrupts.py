@@ -429,10 +429,12 @@ SLOT_HOLDER = holder_script("import pidlock; lock = pidlock.Slots(sys.argv[1], 1
 
 
 @contextlib.contextmanager
-def signals_to_main_thread(every: float, count: int):
+def signals_to_main_thread(every: float, count: int,
+                           seen: "threading.Event | None" = None,
+                           need: int = 0):
     """SIGUSR1 (a handler that does nothing) sent to this thread every
     `every` seconds, count times, from another thread.  Yields the list
-    of the handler's runs."""
+    of the handler's runs; seen, if given, is set at the need-th run."""
     runs = []
     done = threading.Event()
     main = threading.get_ident()
@@ -443,7 +445,12 @@ def signals_to_main_thread(every: float, count: int):
                 return
             signal.pthread_kill(main, signal.SIGUSR1)
 
-    old = signal.signal(signal.SIGUSR1, lambda s, f: runs.append(s))
+    def handler(signum, frame):
+        runs.append(signum)
+        if seen is not None and len(runs) >= need:
+            seen.set()
+
+    old = signal.signal(signal.SIGUSR1, handler)
     sender = threading.Thread(target=send)
     sender.start()
     try:
@@ -462,21 +469,30 @@ def waiter(kind: str, path: str):
 
 @pytest.mark.parametrize("kind", ["Lock", "Slots"])
 def test_signal_during_wait_does_not_end_it(lockpath, kind):
-    """A waiter (timeout 30 s) gets 20 signals during its wait, then the
-    holder (another process) lets go: the waiter takes the lock, it does
-    not raise InterruptedError."""
+    """A waiter (timeout 120 s) gets signals during its wait; once its
+    handler has run 10 times, the holder (another process) lets go: the
+    waiter takes the lock, it does not raise InterruptedError.  The
+    holder waits for the handler's runs, not for a time: a loaded
+    machine only makes the test longer."""
     script = SLOT_HOLDER if kind == "Slots" else None
     holder = Holder(lockpath, script=script) if script else Holder(lockpath)
     lock = waiter(kind, lockpath)
+    seen = threading.Event()
+
+    def release_after_ten() -> None:
+        seen.wait(100)
+        holder.tell("release")
+
     try:
-        releaser = threading.Timer(1, holder.tell, ("release",))
-        with signals_to_main_thread(0.03, 20) as runs:
+        releaser = threading.Thread(target=release_after_ten)
+        with signals_to_main_thread(0.03, 4000, seen, 10) as runs:
             releaser.start()
             try:
-                lock.acquire(timeout=30)
+                lock.acquire(timeout=120)
             finally:
+                seen.set()
                 releaser.join()
-        assert len(runs) >= 10
+        assert len(runs) >= 10, f"{len(runs)} runs of the handler"
         holder.expect("released")
         lock.release()
     finally:
