@@ -1,20 +1,35 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Who calls whom across files must be one-way (run by make check).
+"""Who calls whom across files follows doc/layout.md (run by make check).
 
 lib/: for each object of the core library, the symbols it defines and the
-ones it uses (nm(1)) give the calls from file to file.  python/pidlock/:
-the imports from module to module, those under TYPE_CHECKING included.
-A circle in either graph fails, named with the calls that make it.
-doc/hacking.md says how the files are layered, and why.
+ones it uses (nm(1)) give the calls from file to file; a file that
+includes a header of lib/ (#include "x.h") depends on it too.  (A header's
+inline functions are compiled into the objects that include it, so their
+calls are those objects'.)  python/pidlock/: the imports from module to
+module, those under TYPE_CHECKING included; _paths.py.in is the module
+_paths.
+
+Fails on a circle in either graph, named with the calls that make it; on
+a file of lib/ (.c, .h) or a module of python/pidlock/ missing from
+doc/layout.md's lists, or listed twice, or listed but not there; and on a
+call that goes up a list (from a file to one listed before it), named with
+its symbols.  doc/layout.md says how the files are layered, and why.
 """
 
 import ast
 import collections
 import glob
 import os
+import re
 import subprocess
 import sys
+
+# doc/layout.md: the headings of the two lists, and a list's line.
+LIB_HEADING = "## lib/, top to bottom"
+PY_HEADING = "## python/pidlock/, top to bottom"
+ITEM = re.compile(r"^- `([^`]+)`")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+\.h)"', re.M)
 
 
 def circles(graph):
@@ -79,12 +94,41 @@ def lib_graph(builddir):
     return objs, graph, why
 
 
+def lib_files(srcdir):
+    return sorted(os.path.basename(p) for pat in ("*.c", "*.h")
+                  for p in glob.glob(os.path.join(srcdir, "lib", pat)))
+
+
+def include_edges(srcdir, files, graph, why):
+    """A file of lib/ depends on each header of lib/ that it includes."""
+    headers = {f for f in files if f.endswith(".h")}
+    for name in files:
+        with open(os.path.join(srcdir, "lib", name), encoding="utf-8") as f:
+            text = f.read()
+        graph[name]
+        for h in INCLUDE.findall(text):
+            if h in headers and h != name:
+                graph[name].add(h)
+                why[(name, h)].add("#include")
+
+
+def py_modules(srcdir):
+    """Module name => its source: NAME.py, else NAME.py.in (_paths.py is
+    made from _paths.py.in, in the build tree)."""
+    mods = {}
+    for pat in ("*.py.in", "*.py"):
+        for path in glob.glob(os.path.join(srcdir, "python", "pidlock", pat)):
+            base = os.path.basename(path)
+            mods[base[:-len(pat) + 1]] = path
+    return mods
+
+
 def py_graph(srcdir):
-    files = glob.glob(os.path.join(srcdir, "python", "pidlock", "*.py"))
+    mods = py_modules(srcdir)
+    files = sorted(mods.values())
     graph = collections.defaultdict(set)
     why = collections.defaultdict(set)
-    for path in files:
-        name = os.path.basename(path)[:-3]
+    for name, path in sorted(mods.items()):
         graph[name]
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), path)
@@ -93,10 +137,62 @@ def py_graph(srcdir):
                 targets = [node.module] if node.module else \
                     [a.name for a in node.names]
                 for t in targets:
-                    if t != name and t != "__init__":
+                    # from . import NAME: NAME is a module, or a name
+                    # of __init__.py.
+                    t = t.split(".")[0]
+                    if t not in mods:
+                        t = "__init__"
+                    if t != name:
                         graph[name].add(t)
                         why[(name, t)].add("import")
     return files, graph, why
+
+
+def listed(layout, heading):
+    """The files of doc/layout.md's list under heading, in order (a list
+    runs to the next "## " heading; "### " headings group it)."""
+    out, inside = [], False
+    for line in layout.splitlines():
+        if line.startswith("## "):
+            inside = line.strip() == heading
+        elif inside:
+            m = ITEM.match(line)
+            if m:
+                out.append(m.group(1))
+    return out
+
+
+def check_order(kind, heading, order, present, graph, why):
+    """Fails (the count) on a file not listed, listed twice or listed
+    but absent, and on each call that goes up the list."""
+    bad = 0
+    if not order:
+        print(f"check-calls: FAIL: doc/layout.md has no list under "
+              f"'{heading}'")
+        return 1
+    seen = set()
+    for f in order:
+        if f in seen:
+            print(f"check-calls: FAIL: {f} is listed twice in doc/layout.md "
+                  f"({kind})")
+            bad += 1
+        seen.add(f)
+    for f in sorted(set(present) - seen):
+        print(f"check-calls: FAIL: {kind}{f} is missing from doc/layout.md's "
+              f"list '{heading}': add it where its calls go down")
+        bad += 1
+    for f in sorted(seen - set(present)):
+        print(f"check-calls: FAIL: doc/layout.md lists {kind}{f}, "
+              f"which is not there")
+        bad += 1
+    pos = {f: i for i, f in enumerate(order)}
+    for a in sorted(graph):
+        for b in sorted(graph[a]):
+            if a in pos and b in pos and pos[b] < pos[a]:
+                print(f"check-calls: FAIL: a call goes up doc/layout.md's "
+                      f"list: {a} -> {b}: {' '.join(sorted(why[(a, b)]))}")
+                bad += 1
+    return bad
 
 
 def report(kind, graph, why):
@@ -114,15 +210,28 @@ def main():
     srcdir = os.environ.get("srcdir", ".")
     builddir = os.environ.get("builddir", ".")
     objs, lg, lw = lib_graph(builddir)
+    lfiles = lib_files(srcdir)
+    include_edges(srcdir, lfiles, lg, lw)
     files, pg, pw = py_graph(srcdir)
     if not objs or not files:
         print("check-calls: FAIL: no objects or no modules found")
         return 1
     n = report("lib/", lg, lw) + report("python/pidlock/", pg, pw)
+    with open(os.path.join(srcdir, "doc", "layout.md"),
+              encoding="utf-8") as f:
+        layout = f.read()
+    pyfiles = [m + ".py" for m in py_modules(srcdir)]
+    pgf = {a + ".py": {b + ".py" for b in v} for a, v in pg.items()}
+    pwf = {(a + ".py", b + ".py"): v for (a, b), v in pw.items()}
+    m = check_order("lib/", LIB_HEADING, listed(layout, LIB_HEADING),
+                    lfiles, lg, lw)
+    m += check_order("python/pidlock/", PY_HEADING,
+                     listed(layout, PY_HEADING), pyfiles, pgf, pwf)
     edges = sum(len(v) for v in lg.values())
-    print(f"check-calls: {len(objs)} objects, {edges} calls between files; "
-          f"{len(files)} modules; {n} circles")
-    return 1 if n else 0
+    print(f"check-calls: {len(objs)} objects and {len(lfiles)} files of "
+          f"lib/, {edges} calls and includes between files; {len(files)} "
+          f"modules; {n} circles; {m} faults against doc/layout.md")
+    return 1 if n or m else 0
 
 
 if __name__ == "__main__":

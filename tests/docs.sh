@@ -10,7 +10,10 @@
 #     X.Y.Z" names a release newer than it;
 #  c. every document of doc/ is shipped (EXTRA_DIST) and packaged
 #     (debian/libpidlock-dev.docs);
-#  d. every manual page lives under man/.
+#  d. every manual page lives under man/;
+#  e. doc/protocol.md's table of rules names only what exists: each
+#     row's section, its tests (resolved as the expect: lines of
+#     tests/mutations/mutations.txt are, by apply.pl) and its mutation IDs.
 set -u
 top=${srcdir:-.}
 fail=0
@@ -97,6 +100,45 @@ for page in $(find "$top" -mindepth 1 \( -name man -o -name debian -o -name '_*'
 done
 [ -f "$top/man/pidlock.1" ] || err "man/pidlock.1 is missing"
 [ $fail = "$before" ] && ok "every manual page is under man/"
+
+# ---- e. the table of rules of doc/protocol.md -------------------------------
+# A row: | rule | section | `test`, ... | ID, ... (or -) |; the last three
+# cells are read from the right, so a rule may hold any text.
+before=$fail
+proto=$top/doc/protocol.md
+table=$top/tests/mutations/mutations.txt
+rows=$(awk '/^## /{in_t = ($0 == "## The rules at a glance"); next}
+	in_t && /^\| / && !/^\| Rule \|/ && !/^\|---/' "$proto")
+[ -n "$rows" ] || err "doc/protocol.md has no table under '## The rules at a glance'"
+tmp=$(mktemp) || exit 99
+printf '%s\n' "$rows" > "$tmp.rows"
+trap 'rm -f "$tmp" "$tmp.rows"' EXIT
+nrows=0
+names=
+while IFS= read -r row; do
+	[ -n "$row" ] || continue
+	nrows=$((nrows + 1))
+	sec=$(echo "$row" | awk -F'|' '{gsub(/ /, "", $(NF-3)); print $(NF-3)}')
+	tests=$(echo "$row" | awk -F'|' '{print $(NF-2)}' | grep -o '`[^`]*`' | tr -d '`')
+	ids=$(echo "$row" | awk -F'|' '{print $(NF-1)}' | tr ',' ' ')
+	grep -q "^##* $sec\. " "$proto" ||
+		err "doc/protocol.md: the table names section '$sec', which has no heading: $row"
+	[ -n "$tests" ] || err "doc/protocol.md: a rule without a test: $row"
+	names="$names $tests"
+	for id in $ids; do
+		[ "$id" = - ] && continue
+		grep -qF -- "[$id] " "$table" ||
+			err "doc/protocol.md: the table names mutation $id, which is not in mutations.txt"
+	done
+done < "$tmp.rows"
+if command -v perl >/dev/null 2>&1; then
+	printf '[X] lib/io.c\nwhat: the table of doc/protocol.md\nexpect: %s\n' \
+		"$(echo $names)" > "$tmp"
+	for t in $(perl "$top/tests/mutations/apply.pl" "$tmp" tests X "$top"); do
+		case $t in '?'*) err "doc/protocol.md: the table names test ${t#?}, which is not in tests/" ;; esac
+	done
+fi
+[ $fail = "$before" ] && ok "doc/protocol.md's table: $nrows rules, each test, mutation and section exists"
 
 echo "1..$n"
 [ $fail = 0 ]

@@ -50,7 +50,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,12 +293,8 @@ static bool bindfs_start(struct fuse_mnt *m)
 			"bindfs\n");
 		return false;
 	}
-	if (unshare(CLONE_NEWNS) < 0 ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-		fprintf(stderr, "not tested: no mount namespace of our own: "
-			"%s\n", strerror(errno));
+	if (!tu_own_mounts())
 		return false;
-	}
 	snprintf(src, sizeof(src), "%s", tu_path("src"));
 	snprintf(m->mnt, sizeof(m->mnt), "%s", tu_path("mnt"));
 	ck_assert_int_eq(mkdir(src, 0755), 0);

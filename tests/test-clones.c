@@ -33,7 +33,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <sched.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -92,12 +91,8 @@ static bool stall_start(struct stall *s)
 		       "no fuse-stall (libfuse3-dev) built");
 		return false;
 	}
-	if (unshare(CLONE_NEWNS) < 0 ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-		fprintf(stderr, "not tested: no mount namespace of our own: "
-			"%s\n", strerror(errno));
+	if (!tu_own_mounts())
 		return false;
-	}
 	snprintf(s->mnt, sizeof(s->mnt), "%s", tu_path("mnt"));
 	ck_assert_int_eq(mkdir(s->mnt, 0755), 0);
 	s->daemon = fork();

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -310,4 +312,15 @@ bool tu_has_temp(const char *dir)
 	temp_found = 0;
 	(void)nftw(dir, temp_one, 16, FTW_PHYS);
 	return temp_found;
+}
+
+bool tu_own_mounts(void)
+{
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		fprintf(stderr, "not tested: no mount namespace of our own: "
+			"%s\n", strerror(errno));
+		return false;
+	}
+	return true;
 }

@@ -152,6 +152,11 @@ bool tu_in_place(void);
 
 /* --- scratch trees and snapshots (testutil-fs.c) -------------------- */
 
+/* A mount namespace of this process's own, nothing propagated back (for
+ * a FUSE mount that must vanish with the test); false, said why on
+ * stderr, where it cannot be had. */
+bool tu_own_mounts(void);
+
 /* snprintf that fails the test if the result does not fit. */
 #define tu_fmt(buf, size, ...) do { \
 		int tu_n_ = snprintf(buf, size, __VA_ARGS__); \

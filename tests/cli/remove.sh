@@ -37,6 +37,17 @@ pass "the held lock is untouched and still held"
 kill -TERM "$holder"
 wait "$holder"
 
+# remove_when_waiting NAME TEXT: pidlock --remove -w on NAME.lock in the
+# background ($remover, its stderr in err); once it says "NAME.lock:
+# TEXT", the holder is told to go on (go.NAME).
+remove_when_waiting() {
+	"$PIDLOCK" -v --remove -w 10 "$1.lock" 2> err &
+	remover=$!
+	track "$remover"
+	wait_until grep -q "$1.lock: $2" err
+	touch "go.$1"
+}
+
 # -w: wait for a holder that leaves its file (--keep-file).  The file is
 # kept for flock(1) users of the path: --remove frees it and says so.
 # The holders hold until told (touch go.*), however slow the machine:
@@ -44,11 +55,7 @@ wait "$holder"
 start_bg --keep-file kept.lock sh -c "$SH_WAIT_FOR; wait_for go.kept"
 kept=$LAST
 wait_until held kept.lock
-"$PIDLOCK" -v --remove -w 10 kept.lock 2> err &
-remover=$!
-track "$remover"
-wait_until grep -q "kept.lock: waiting for pid $kept" err
-touch go.kept
+remove_when_waiting kept "waiting for pid $kept"
 wait "$kept" || fail "the --keep-file holder: exit status $?"
 wait "$remover" || fail "--remove -w of a kept lock: exit status $?: $(cat err)"
 grep -q "kept.lock: not removed: nobody holds it" err || fail "--remove -w: $(cat err)"
@@ -62,11 +69,7 @@ wait_until test -s own.cmdpid
 kill -KILL "$own"
 wait "$own" 2>/dev/null
 held own.lock || fail "own.lock is not held by the command"
-"$PIDLOCK" -v --remove -w 10 own.lock 2> err &
-remover=$!
-track "$remover"
-wait_until grep -q "own.lock: waiting for" err
-touch go.own
+remove_when_waiting own "waiting for"
 wait "$remover" || fail "--remove -w of a dead holder's file: exit status $?: $(cat err)"
 pass "--remove -w waits for the command, then removes its file"
 [ ! -e own.lock ] || fail "own.lock is still there"

@@ -23,6 +23,7 @@ import pytest
 
 import pidlock
 from pidlock import _lib
+import kernel
 from helpers import Holder, holder_script
 
 KINDS = ["Lock", "FileLock", "Slots", "AsyncLock"]
@@ -40,16 +41,7 @@ def probe_path(kind: str, path: str) -> str:
 
 def kernel_free(path: str) -> bool:
     """The kernel's answer: can another open file description take it?"""
-    probe = pidlock.Lock(path)
-    try:
-        probe.acquire(timeout=0)
-    except pidlock.Busy:
-        return False
-    finally:
-        if probe.locked:
-            probe.release()
-        probe.close()
-    return True
+    return kernel.kernel_free(pidlock, path)
 
 
 # --- deterministic: the handler runs as the library's call returns --------
@@ -525,6 +517,7 @@ def test_signal_during_wait_keeps_the_timeout(lockpath, kind):
 STORM = textwrap.dedent("""
     import json, os, signal, sys, time
     import pidlock
+    from kernel import kernel_free as kernel_free_of
 
     kind, path, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
     obj = pidlock.Lock(path) if kind == "Lock" else pidlock.FileLock(path)
@@ -540,14 +533,7 @@ STORM = textwrap.dedent("""
         return obj.locked if kind == "Lock" else obj.is_locked
 
     def kernel_free():
-        probe = pidlock.Lock(path)
-        try:
-            probe.acquire(timeout=0)
-        except pidlock.Busy:
-            return False
-        probe.release()
-        probe.close()
-        return True
+        return kernel_free_of(pidlock, path)
 
     signal.signal(signal.SIGALRM, handler)
     signal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)
@@ -584,8 +570,10 @@ def test_interrupt_storm_leaves_no_lost_hold(lockpath, kind):
     it, what the object says (locked or not) is what the kernel says: a
     hold that Python lost track of is found, not hidden; the next
     with-block works, holds, and lets go of everything."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=here + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-c", STORM, kind, lockpath, "2.5"],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 0, proc.stderr
     import json
     out = json.loads(proc.stdout)
