@@ -16,7 +16,15 @@ struct bench_opts {
 	int batches, cycles, rounds;
 	double scale_seconds;	/* one throughput or herd point */
 	bool quick;
+	/* --no-lock ROW: "pidlock" or "peer" in the throughput part takes
+	 * no lock (the loss test's stand-in); NULL: every locker locks. */
+	const char *no_lock;
 };
+
+/* Set by a part whose failure must fail the run (a loss of pidlock's
+ * own increments) but whose other figures, and the parts after it, are
+ * still worth printing. */
+extern bool bench_failed;
 
 /* The lock file every part uses, inside a private directory. */
 extern char bench_path[4200];

@@ -18,8 +18,13 @@
 # was taken (shm: or disk:).  BENCH_ARGS go to both benches,
 # PY_BENCH_ARGS to both Python runs (PY_BENCH_DISK_ARGS before them on
 # the disk).  It ends with a verdict line per goal of issue 36, each
-# side's figure against its bound.  It prints; its figures fail nothing.
-# Exit 1 only when REF cannot be built or a bench fails.
+# side's figure against its bound, and the lost increments (two holders
+# at once) of every run.  It prints; its figures fail nothing.
+# COMPARE_RETRIES (default 2): see run_ref.
+# Exit 1 only when REF cannot be built or a bench fails; a bench that
+# stops because a peer (bare flock, liblockfile) lost increments has not
+# failed: see run_ref below.  A loss of pidlock's own, either side's,
+# still ends it.
 set -u
 
 [ $# -ge 3 ] || { echo "usage: compare.sh SRCDIR BUILDDIR REF [PART...]" >&2; exit 64; }
@@ -27,6 +32,9 @@ src=$1 build=$2 ref=$3
 shift 3
 PARTS=${*:-cycle handoff throughput herd}
 RUNS=${COMPARE_RUNS:-1}
+# How many more times REF's throughput part is run in one run when a
+# peer's loss stopped it (an older bench stops at any loss).
+RETRIES=${COMPARE_RETRIES:-2}
 DISK=${BENCH_DISK_DIR:-/var/tmp}
 DISK_PARTS=${COMPARE_DISK_PARTS-cycle}
 PY=${PYTHON:-}
@@ -82,9 +90,103 @@ run() {	# side part run where
 	else set -- "$@" "$theirs"; fi
 	[ "$4" = disk ] && set -- "$@" -d "$DISK"
 	shift 4
+	txt="$d.$part.txt"
+	if [ "$side" = ref ] && [ "$part" = throughput ]; then
+		run_ref "$@"
+		return
+	fi
 	# shellcheck disable=SC2086 # BENCH_ARGS: words on purpose
-	"$@" --csv "$d" ${BENCH_ARGS:-} "$part" >"$d.$part.txt" 2>&1 ||
-		die "$side's bench $part ($where) failed: $(tail -3 "$d.$part.txt")"
+	"$@" --csv "$d" ${BENCH_ARGS:-} "$part" >"$txt" 2>&1 && {
+		lost_lines; return 0; }
+	grep -q "^bench: FAIL: pidlock lost" "$txt" &&
+		die "this tree's pidlock lost increments in $part ($where)," \
+			"two holders at once: $(grep '^bench: FAIL' "$txt" | head -1)"
+	die "$side's bench $part ($where) failed: $(tail -3 "$txt")"
+}
+
+# Our bench counts each locker's lost increments, goes on past a peer's
+# and prints a summary line per locker that lost any: kept for the end.
+lost_lines() {
+	[ "$side" = ours ] || return 0
+	sed -n "s/^  lost increments: /  run $((i + 1)), this tree, $part ($where): /p" \
+		"$txt" >>"$out/losses"
+}
+
+# REF's throughput part.  A bench of before issue 46 stops at the first
+# lost increment of any locker, "two holders at once", without saying
+# whose.  At each point it runs bare flock, then pidlock, then
+# liblockfile, each for the same time (the heading's "S s a point"),
+# and prints the point's row once all three have run: so the time from
+# its last line to its stop says whose run it was (about 1, 2 or 3
+# times S).  Its lines are stamped as they come (stdbuf -oL; without
+# stdbuf they all come at the end and whose stays unknown).  A peer's
+# stop, or one whose locker is unknown, is run again up to RETRIES
+# times, then leaves the run without REF's later points (those before
+# the stop are kept); pidlock's ends bench-compare as any failure does.
+# A newer REF names the locker itself and stops only for pidlock.
+run_ref() {	# bench args...
+	attempt=0
+	while :; do
+		attempt=$((attempt + 1))
+		rm -f "$txt.rc"
+		# shellcheck disable=SC2086 # BENCH_ARGS: words on purpose
+		{ $stdbuf "$@" --csv "$d" ${BENCH_ARGS:-} "$part" 2>&1
+		  echo $? >"$txt.rc"; } | stamp >"$txt.stamps"
+		sed 's/^[^ ]* //' "$txt.stamps" >"$txt"
+		rc=$(cat "$txt.rc" 2>/dev/null || echo 1)
+		[ "$rc" = 0 ] && return 0
+		grep -q "^bench: FAIL: pidlock lost" "$txt" &&
+			die "$ref's pidlock lost increments in $part ($where):" \
+				"$(grep '^bench: FAIL' "$txt" | head -1)"
+		grep -q "two holders at once" "$txt" ||
+			die "$side's bench $part ($where) failed: $(tail -3 "$txt")"
+		w=$(whose "$txt.stamps")
+		who=${w%%|*} at=${w#*|}
+		[ "$who" = pidlock ] &&
+			die "$ref's bench $part ($where) stopped at a lost" \
+				"increment $at, by its timing under pidlock's" \
+				"own lock ($ref's): $(tail -1 "$txt")"
+		msg="run $((i + 1)), $ref, $part ($where): its bench stopped at a lost increment $at, by its timing $who's"
+		[ "$who" = unknown ] && msg="run $((i + 1)), $ref, $part ($where): its bench stopped at a lost increment $at; whose is unknown (no timing)"
+		if [ "$attempt" -le "$RETRIES" ]; then
+			echo "bench-compare: $msg; an older bench stops at" \
+				"any locker's loss: again ($((attempt + 1)) of" \
+				"$((RETRIES + 1)))"
+			echo "  $msg (attempt $attempt, run again)" >>"$out/losses"
+			continue
+		fi
+		echo "bench-compare: $msg; all $((RETRIES + 1)) attempt(s) stopped so:" \
+			"no $ref figures past that point in this run"
+		echo "  $msg (attempt $attempt: no $ref figures past it in this run)" \
+			>>"$out/losses"
+		return 0
+	done
+}
+stdbuf=
+command -v stdbuf >/dev/null 2>&1 && stdbuf="stdbuf -oL -eL"
+# Each line as "SECONDS.NANOSECONDS LINE", stamped when it comes.
+stamp() {
+	while IFS= read -r line; do
+		printf '%s %s\n' "$(date +%s.%N)" "$line"
+	done
+}
+# From a stamped throughput part that stopped: "LOCKER|at P procs" (or
+# "...after P procs"), LOCKER one of bare flock, pidlock, liblockfile,
+# unknown.  The rows are "  PROCS FIGURES...".
+whose() {	# stamps-file
+	awk '
+	match($0, /[0-9.]+ s a point:/) { s = substr($0, RSTART, RLENGTH) + 0 }
+	/two holders at once/ { stop = $1; exit }
+	{ last = $1 }
+	$2 ~ /^[0-9]+$/ && NF > 3 { procs = $2 }
+	END {
+		at = procs == "" ? "at its first point" : \
+			"after its row for " procs " procs"
+		k = s > 0 && stop != "" ? int((stop - last) / s + 0.5) : 0
+		split("bare flock|pidlock|liblockfile", name, "|")
+		who = k >= 1 && k <= 3 ? name[k] : "unknown"
+		print who "|" at
+	}' "$1"
 }
 
 # The Python cycle of one side in one place, as
@@ -214,8 +316,9 @@ $4 == "part" {
 	if (f == "throughput") { name = name " " $4 " procs"; i = 5 }
 	for (; i <= NF && !num($i); i++) name = name " " $i
 	if (f == "herd") { name = name " " $i; i++ }
+	# Lost increments are not figures to compare: the end lists them.
 	for (; i <= NF; i++)
-		if (num($i) && head[f, i] != "handoffs")
+		if (num($i) && head[f, i] != "handoffs" && head[f, i] !~ /_lost$/)
 			add(side, name " " head[f, i], $i)
 	if (f == "throughput" && $5 > 0)
 		add(side, name " pidlock/bare", $6 / $5)
@@ -359,3 +462,14 @@ END {
 	}
 	regress("blocked herd latency and CPU at 1, 8, 64 waiters", keys, 0)
 }'
+
+# Who lost increments (two holders at once), run by run: this tree's
+# bench counts each locker's and goes on past a peer's; REF's may stop.
+echo
+if [ -s "$out/losses" ]; then
+	echo "bench-compare: lost increments, two holders at once (a peer's" \
+		"fail nothing; a loss of pidlock's own would have ended the run):"
+	cat "$out/losses"
+else
+	echo "bench-compare: no locker lost an increment"
+fi

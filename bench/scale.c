@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -38,7 +39,13 @@
 
 /* ---- one participant's take and give ---------------------------------- */
 
-enum kind { BARE, PIDLOCK_BLOCKED, PIDLOCK_TIMED, LOCKFILE_POLL };
+/*
+ * NO_LOCK takes no lock at all.  It exists only for the test of the
+ * loss accounting (bench/test-loss.sh, --no-lock): a locker that is
+ * sure to lose increments, so that the test sees a real loss reported,
+ * not a made-up one.
+ */
+enum kind { BARE, PIDLOCK_BLOCKED, PIDLOCK_TIMED, LOCKFILE_POLL, NO_LOCK };
 
 struct locker {
 	enum kind kind;
@@ -89,6 +96,8 @@ static void take(struct locker *l)
 		lockfile_take();
 #endif
 		return;
+	case NO_LOCK:
+		return;
 	}
 	if (r < 0)
 		bench_die("pidlock_acquire", -r);
@@ -107,6 +116,8 @@ static void give(struct locker *l)
 		if (lockfile_remove(bench_path) < 0)
 			bench_die("lockfile_remove", errno);
 #endif
+		return;
+	case NO_LOCK:
 		return;
 	case PIDLOCK_BLOCKED:
 	case PIDLOCK_TIMED:
@@ -209,6 +220,11 @@ static void count(struct team *t, int me, struct locker *l)
 
 		take(l);
 		v = __atomic_load_n(&t->counter, __ATOMIC_RELAXED);
+		/* Without a lock, make the overlap certain rather than likely
+		 * (one core, few players), so that its test cannot pass for
+		 * want of a loss.  Another player runs here, if any. */
+		if (l->kind == NO_LOCK && sched_yield() < 0)
+			bench_die("sched_yield", errno);
 		__atomic_store_n(&t->counter, v + 1, __ATOMIC_RELAXED);
 		give(l);
 		mine++;
@@ -216,24 +232,59 @@ static void count(struct team *t, int me, struct locker *l)
 	t->done[me] = mine;
 }
 
-/* Increments per second; a lost increment means two holders at once. */
-static double throughput(int n, enum kind kind, double seconds)
+/* One locker at one point: increments per second of the shared
+ * counter, and the increments lost (done by a player but missing from
+ * the counter: two holders at once). */
+struct tp_point {
+	double ops;
+	long done, lost;
+};
+
+static struct tp_point throughput(int n, enum kind kind, double seconds)
 {
 	struct team *t = bench_shared(sizeof(*t));
+	struct tp_point p;
 	long sum = 0;
-	double ops;
 
 	(void)run_team(t, n, kind, seconds, count);
 	for (int i = 0; i < n; i++)
 		sum += t->done[i];
-	if (sum != t->counter) {
-		fprintf(stderr, "bench: %ld increments done, %ld counted: "
-			"two holders at once\n", sum, t->counter);
-		exit(1);
-	}
-	ops = (double)t->counter / seconds;
+	p.done = sum;
+	p.lost = sum - t->counter;
+	p.ops = (double)t->counter / seconds;
 	bench_unshare(t, sizeof(*t));
-	return ops;
+	return p;
+}
+
+/* The three lockers of the part, in the order they run at each point.
+ * Only pidlock's row is ours: a loss there is a broken lock and fails
+ * the run; a loss of a peer's is a figure about that peer. */
+enum { ROW_BARE, ROW_OURS, ROW_PEER, NROWS };
+
+struct tp_row {
+	const char *name;
+	enum kind kind;
+	bool ours, run;
+	long lost, points_lost;	/* over the whole part */
+	char where[128];	/* the points it lost at: "64, 16" */
+};
+
+/* Says at once whose increments went missing at this point, so that the
+ * line sits under the row it explains. */
+static void note_loss(struct tp_row *r, int procs, struct tp_point p)
+{
+	size_t len = strlen(r->where);
+
+	if (p.lost == 0)
+		return;
+	r->lost += p.lost;
+	r->points_lost++;
+	snprintf(r->where + len, sizeof(r->where) - len, "%s%d",
+		 len ? ", " : "", procs);
+	printf("  ! %d procs: %s lost %ld of %ld increments (two holders at "
+	       "once)%s\n", procs, r->name, p.lost, p.done,
+	       r->ours ? ": pidlock's own lock failed" :
+			 ": a finding about this peer, the run goes on");
 }
 
 void bench_throughput(const struct bench_opts *o)
@@ -241,28 +292,80 @@ void bench_throughput(const struct bench_opts *o)
 	static const int all[] = { 1, 2, 4, 8, 16, 64 }, quick[] = { 1, 4, 16 };
 	const int *procs = o->quick ? quick : all;
 	int np = o->quick ? 3 : 6;
-	FILE *csv = bench_csv(o, "throughput.csv",
-			      "procs,bare,pidlock,liblockfile");
+#ifdef HAVE_LIBLOCKFILE
+	const bool have_lockfile = true;
+#else
+	const bool have_lockfile = false;
+#endif
+	struct tp_row rows[NROWS] = {
+		[ROW_BARE] = { .name = "bare flock", .kind = BARE,
+			       .run = true },
+		[ROW_OURS] = { .name = "pidlock", .kind = PIDLOCK_BLOCKED,
+			       .ours = true, .run = true },
+		[ROW_PEER] = { .name = "liblockfile", .kind = LOCKFILE_POLL,
+			       .run = have_lockfile },
+	};
+	FILE *csv;
 
+	/* --no-lock: the test's stand-in, named for what it is. */
+	if (o->no_lock && strcmp(o->no_lock, "pidlock") == 0)
+		rows[ROW_OURS].kind = NO_LOCK;
+	if (o->no_lock && strcmp(o->no_lock, "peer") == 0) {
+		rows[ROW_PEER].name = "none";
+		rows[ROW_PEER].kind = NO_LOCK;
+		rows[ROW_PEER].run = true;
+	}
+	csv = bench_csv(o, "throughput.csv", "procs,bare,pidlock,liblockfile,"
+			"bare_lost,pidlock_lost,liblockfile_lost");
 	printf("\ncontended throughput in %s, increments/s of a shared "
 	       "counter, %.1f s a point:\n", bench_where, o->scale_seconds);
-	printf("  %5s %12s %12s %7s %12s\n", "procs", "bare flock",
-	       "pidlock", "ratio", "liblockfile");
+	printf("  %5s %12s %12s %7s %12s %8s\n", "procs", "bare flock",
+	       "pidlock", "ratio", rows[ROW_PEER].name, "lost");
 	for (int i = 0; i < np; i++) {
-		double bare = throughput(procs[i], BARE, o->scale_seconds);
-		double ours = throughput(procs[i], PIDLOCK_BLOCKED,
-					 o->scale_seconds);
-		double lf = 0;
+		struct tp_point p[NROWS];
 
-#ifdef HAVE_LIBLOCKFILE
-		lf = throughput(procs[i], LOCKFILE_POLL, o->scale_seconds);
-#endif
-		printf("  %5d %12.0f %12.0f %6.2fx %12.0f\n", procs[i], bare,
-		       ours, ours / bare, lf);
+		memset(p, 0, sizeof(p));
+		for (int k = 0; k < NROWS; k++)
+			if (rows[k].run)
+				p[k] = throughput(procs[i], rows[k].kind,
+						  o->scale_seconds);
+		printf("  %5d %12.0f %12.0f %6.2fx %12.0f %8ld\n", procs[i],
+		       p[ROW_BARE].ops, p[ROW_OURS].ops,
+		       p[ROW_OURS].ops / p[ROW_BARE].ops, p[ROW_PEER].ops,
+		       p[ROW_PEER].lost);
+		for (int k = 0; k < NROWS; k++)
+			note_loss(&rows[k], procs[i], p[k]);
 		if (csv)
-			fprintf(csv, "%d,%.0f,%.0f,%.0f\n", procs[i], bare, ours, lf);
+			fprintf(csv, "%d,%.0f,%.0f,%.0f,%ld,%ld,%ld\n",
+				procs[i], p[ROW_BARE].ops, p[ROW_OURS].ops,
+				p[ROW_PEER].ops, p[ROW_BARE].lost,
+				p[ROW_OURS].lost, p[ROW_PEER].lost);
 	}
-	printf("  (liblockfile has no wait: polled every 1 ms)\n");
+	printf("  (%s; lost: %s's increments missing from the counter, two "
+	       "holders at once)\n", rows[ROW_PEER].kind == NO_LOCK ?
+	       "none takes no lock: the loss test's stand-in" :
+	       "liblockfile has no wait: polled every 1 ms",
+	       rows[ROW_PEER].name);
+	/* One summary line per locker that lost any, the lines that
+	 * bench-compare collects. */
+	for (int k = 0; k < NROWS; k++) {
+		if (!rows[k].points_lost)
+			continue;
+		printf("  lost increments: %s lost %ld at %ld of %d points "
+		       "(procs %s)%s\n", rows[k].name, rows[k].lost,
+		       rows[k].points_lost, np, rows[k].where,
+		       rows[k].ours ? ": FAIL, pidlock's own lock" :
+				      ": a peer's, not a failure");
+		if (rows[k].ours) {
+			fprintf(stderr, "bench: FAIL: pidlock lost %ld "
+				"increments at %ld of %d points (procs %s): "
+				"two holders at once under pidlock's own "
+				"lock\n",
+				rows[k].lost, rows[k].points_lost, np,
+				rows[k].where);
+			bench_failed = true;
+		}
+	}
 	bench_csv_close(csv);
 }
 
