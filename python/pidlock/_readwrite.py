@@ -136,8 +136,10 @@ class ReadWriteLock:
 
     def _usable(self) -> None:
         if self._creator_pid != os.getpid():
-            raise RuntimeError(f"ReadWriteLock on {self.lock_file} was inherited "
-                               "across fork (made before os.fork()): make a new "
+            # "was invalidated by fork()" is filelock's wording for
+            # its read-write lock, which programs match.
+            raise RuntimeError(f"ReadWriteLock on {self.lock_file} was invalidated "
+                               "by fork() (made before os.fork()): make a new "
                                "one in the child")
         if self._closed:
             raise RuntimeError(f"ReadWriteLock on {self.lock_file} is closed")
@@ -459,12 +461,24 @@ class AsyncReadWriteLock:
             await self.release()
 
     async def release(self, *, force: bool = False) -> None:
+        # In a forked child the executor's thread is not there (a call
+        # would wait for ever), and there is nothing to let go: the
+        # hold is the parent's (ReadWriteLock.release()).
+        if self._inherited():
+            return
         await self._run(self._lock.release, force=force)
+
+    def _inherited(self) -> bool:
+        return self._lock._creator_pid != os.getpid()
 
     async def close(self) -> None:
         """Let go, and shut down the executor if it is this lock's own.
-        A second close() does nothing."""
+        A second close() does nothing; in a forked child, close() only
+        marks the lock closed."""
         if self._closed:
+            return
+        if self._inherited():
+            self._closed = True
             return
         await self._run(self._lock.close)
         self._closed = True

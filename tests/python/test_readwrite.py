@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import textwrap
 
 import pytest
 
@@ -252,3 +253,45 @@ def test_relative_path_is_fixed_when_made(tmp_path, monkeypatch):
         assert other_process(str(first / "rw.lock"), "read") == "busy"
         assert other_process(str(second / "rw.lock"), "read") == "got"
     assert lock.lock_file == "rw.lock"
+
+
+ASYNC_FORK = textwrap.dedent("""
+    import asyncio, os, sys
+    import pidlock
+
+    path = sys.argv[1]
+
+    async def parent():
+        lock = pidlock.AsyncReadWriteLock(path, is_singleton=False)
+        return lock, await lock.acquire_write()
+
+    lock, proxy = asyncio.run(parent())
+    pid = os.fork()
+    if pid == 0:
+        async def child():
+            async with proxy:      # the parent's hold: nothing to let go
+                pass
+            try:
+                await lock.acquire_read()
+            except RuntimeError as error:
+                assert "was invalidated by fork()" in str(error), error
+            else:
+                raise AssertionError("an inherited lock was taken")
+            await lock.release()
+            await lock.close()
+        asyncio.run(child())
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, status
+    asyncio.run(lock.release())
+    print("ok")
+""")
+
+
+def test_async_read_write_in_a_forked_child(lockpath):
+    # The child's release and close must not call the inherited
+    # executor, whose thread is not in the child: they waited for ever.
+    proc = subprocess.run([sys.executable, "-c", ASYNC_FORK, lockpath],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+    assert other_process(lockpath, "write") == "got"
