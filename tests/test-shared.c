@@ -1091,6 +1091,14 @@ static int timed_writer_stays_long(struct tu_child *c, void *arg)
 	return timed_writer_for(c, arg, 6000);
 }
 
+/* A timed writer for a signal to interrupt: its timeout (60 s) never
+ * comes first, however late a loaded machine lets the test see it
+ * queued and send the signal; the signal ends the wait. */
+static int timed_writer_to_interrupt(struct tu_child *c, void *arg)
+{
+	return timed_writer_for(c, arg, 60000);
+}
+
 /*
  * The stand-in is the writer's only while it waits: timed out, or
  * interrupted by a signal handler, the writer has no request left in
@@ -1107,7 +1115,7 @@ START_TEST(timed_writer_leaves_no_standin)
 
 	hold(&r, p, SH);
 	ino = tu_ino(p);
-	tu_spawn(&w, timed_writer_stays, p);
+	tu_spawn(&w, _i == 1 ? timed_writer_to_interrupt : timed_writer_stays, p);
 	until_queued(ino);
 	if (_i == 2) {
 		/* The writer killed: its stand-in dies with it. */

@@ -13,8 +13,8 @@
 # Prints each round's time and the tests that failed in it, with the end
 # of their logs; exits 1 if any test failed in any round.
 set -u
-dir=$1
-src=$2
+dir=$(cd "$1" && pwd) || exit 99
+src=$(cd "$2" && pwd) || exit 99
 rounds=${LOAD_ROUNDS:-3}
 busy=${LOAD_BUSY:-2}
 trees=${LOAD_TREES:-2}
@@ -75,6 +75,17 @@ while [ "$round" -le "$rounds" ]; do
 			say "round $round, tree $i: FAILED ${trs%.trs}"
 			tail -n 40 "${trs%.trs}.log" | sed 's/^/    /'
 		done
+		i=$((i + 1))
+	done
+	# A round that ran no suite (a tree that would not start) proves
+	# nothing: say so, and fail.
+	i=1
+	while [ "$i" -le "$trees" ]; do
+		grep -q '^# TOTAL: *[1-9]' "$dir/round$round-tree$i.log" || {
+			say "round $round, tree $i ran no tests:"
+			tail -n 20 "$dir/round$round-tree$i.log"
+			exit 99
+		}
 		i=$((i + 1))
 	done
 	totals=$(grep -h '^# \(PASS\|FAIL\|ERROR\|SKIP\)' \

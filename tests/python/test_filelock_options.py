@@ -165,7 +165,9 @@ def test_async_filelock_times_out_without_blocking_the_loop(lockpath):
             with pytest.raises(Timeout):
                 await AsyncFileLock(lockpath, timeout=0.3).acquire()
         ticker.cancel()
-        assert ticks >= 10
+        # A loop blocked by the wait would not run the ticker at all
+        # before the Timeout; how often it ran depends on the load.
+        assert ticks >= 2, f"{ticks} ticks during the 0.3 s wait"
 
     asyncio.run(main())
 
