@@ -38,11 +38,35 @@
 #   MUTATION_RESULTS a file to write the result lines to: ID, RESULT,
 #                    FILE, seconds ("12s"), rule, failing tests, by tabs
 #                    (make check-mutations-sample reads them)
+# For gate.sh (make check-mutations), which runs several of these at once;
+# unset, nothing changes:
+#   MUTATION_TABLE    the table (default: mutations.txt here); a changed
+#                     copy tries the gate on a mutation made to fail
+#   MUTATION_EXCLUDE  path prefixes not copied to the scratch tree (an
+#                     untracked check-under-load tree: minutes to copy,
+#                     and it changes under the copy)
+#   MUTATION_BARRIER  a directory: the baseline starts when
+#                     MUTATION_WORKERS runs have built (each notes
+#                     ready.PID there), so each baseline runs under the
+#                     others' load; DIR/abort ends the wait (exit 2)
+#   MUTATION_ESCALATE 1: a mutation that its list does not catch by its
+#                     guard is run again with the whole `make check`
+#                     before it is called MISSED or caught-elsewhere
+#   MUTATION_CONFIRM  1: a caught mutation is run again, the catching
+#                     test's program only, and that test must fail again
+#                     (else UNCONFIRMED); the result line gets two more
+#                     fields: the catching test and "expect" or "all";
+#                     and a baseline that MUTATION_TIMEOUT cuts fails
+#   MUTATION_PYTEST_K 1: with MUTATION_TESTS=expect, the Python suite of a
+#                     mutation runs only the test_ functions that its
+#                     expect: line names (pytest -k), and a confirmation
+#                     only the catching one: the whole suite takes minutes
+#                     (the baseline and MUTATION_ESCALATE's run it whole)
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
-table=$here/mutations.txt
+table=${MUTATION_TABLE:-$here/mutations.txt}
 apply="perl $here/apply.pl $table"
 jobs=$(nproc 2>/dev/null || echo 2)
 # Every Check program (found by its cases, so that a new suite is never
@@ -147,6 +171,14 @@ build() {
 }
 
 run_tests() {
+	# MUTATION_PYTEST_K: $pyk, the -k expression of this run, if any.
+	if [ -n "${pyk:-}" ]; then
+		PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -k '$pyk'" run_tests_ "$@"
+	else
+		run_tests_ "$@"
+	fi
+}
+run_tests_() {
 	if [ "$2" = all ]; then
 		timeout "$timeout" make -k -j"$jobs" check >"$1" 2>&1
 		return
@@ -173,6 +205,10 @@ echo "check-mutations: scratch tree $work/src"
 mkdir -p "$work/src" "$work/orig"
 (cd "$src" && git ls-files -z --cached --others --exclude-standard) \
 	>"$work/files" 2>/dev/null || die "$src is not a git checkout"
+for x in ${MUTATION_EXCLUDE:-}; do
+	tr '\0' '\n' <"$work/files" | awk -v x="$x" 'index($0, x) != 1' |
+		tr '\n' '\0' >"$work/files.new" && mv "$work/files.new" "$work/files"
+done
 (cd "$src" && xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh \
 	<"$work/files" | xargs -0 cp --parents -t "$work/src") ||
 	die "copying the tree failed"
@@ -221,12 +257,19 @@ clean_results() { find tests -name '*.trs' -o -name '*.log' | \
 
 # baseline LOG LIST: LIST runs unmutated, and must pass.
 baseline() {
+	pyk=''	# the baseline runs whole programs
 	echo "check-mutations: baseline run of: $2"
 	t_base=$(date +%s)
 	clean_results
 	run_tests "$1" "$2"
 	base=$(failures)
 	[ -z "$base" ] || die "the unmutated suite fails ($base); see $1"
+	# MUTATION_CONFIRM (gate.sh): a program that MUTATION_TIMEOUT cut
+	# has no .trs, and would pass here unseen.
+	if [ "${MUTATION_CONFIRM:-0}" = 1 ] && [ "$2" != all ]; then
+		cut=$(for t in $2; do [ -f "$t.trs" ] || printf '%s ' "$t"; done)
+		[ -z "$cut" ] || die "the unmutated suite fails (${cut% } did not end in $timeout s); see $1"
+	fi
 	# A skipped Python suite (no pytest for configure's python3) would
 	# show every python/ mutation as missed: say why instead.
 	if [ -f "$py_tests.trs" ] && grep -q '^:test-result: SKIP' "$py_tests.trs"; then
@@ -251,6 +294,15 @@ baseline_each() {
 # The programs of LIST $1 without a baseline yet.
 unknown() { for t in $1; do grep -q "^$t " "$work/cost" || echo "$t"; done; }
 
+if [ -n "${MUTATION_BARRIER:-}" ]; then
+	: >"$MUTATION_BARRIER/ready.$$" || die "cannot write $MUTATION_BARRIER"
+	echo "check-mutations: waiting for ${MUTATION_WORKERS:-1} workers to build"
+	while [ "$(find "$MUTATION_BARRIER" -name 'ready.*' | wc -l)" -lt "${MUTATION_WORKERS:-1}" ]; do
+		[ ! -e "$MUTATION_BARRIER/abort" ] ||
+			die "another worker stopped before its baseline"
+		sleep 1
+	done
+fi
 [ -n "$deadline" ] || baseline "$work/baseline.log" "$base_tests"
 
 # MUTATION_DEADLINE: the seconds that a mutation running the programs
@@ -260,6 +312,28 @@ estimate() {
 	awk -v list=" $1 " -v sum="$rebuild" '
 		index(list, " " $1 " ") { sum += $2; n++ }
 		END { print sum + 60 * (split(list, a, " ") - n) }' "$work/cost"
+}
+
+# The status of the failures $caught for a mutation guarded by $expect,
+# and $catcher: the first failing test that is its guard (any, for "*").
+classify() {
+	catcher=
+	if [ -z "$caught" ]; then
+		status=MISSED
+	elif [ "$expect" = "*" ]; then
+		status=caught
+		catcher=${caught%% *}
+	else
+		status="caught-elsewhere"
+		for w in $caught; do
+			for e in $expect; do
+				case $w in
+				*":$e"|"$e"|*"/$e") [ -n "$catcher" ] || catcher=$w ;;
+				esac
+			done
+		done
+		[ -z "$catcher" ] || status=caught
+	fi
 }
 
 results=$work/results
@@ -297,6 +371,12 @@ for id in $ids; do
 		continue
 	fi
 	t0=$(date +%s)
+	catcher='' how=expect pyk=''
+	# pytest's -k takes substrings: "test_x" runs test_x_more too, a
+	# harmless surplus.
+	[ "${MUTATION_PYTEST_K:-0}" != 1 ] || [ "$tests" != expect ] ||
+		pyk=$(for e in $expect; do case $e in test_*) echo "$e" ;; esac; done |
+			awk '{ printf "%s%s", (NR > 1 ? " or " : ""), $0 }')
 	mkdir -p "$work/orig/$(dirname "$file")"
 	cp -p "$file" "$work/orig/$file"
 	if ! $apply apply "$id" "$work/src" 2>"$work/apply.err"; then
@@ -310,17 +390,44 @@ for id in $ids; do
 		clean_results
 		run_tests "$work/check-$id.log" "$mtests"
 		caught=$(failures)
-		if [ -z "$caught" ]; then
-			status=MISSED
-		elif [ "$expect" = "*" ]; then
-			status=caught
-		else
-			status="caught-elsewhere"
-			for e in $expect; do
-				case " $caught" in
-				*":$e "*|*" $e "*|*"/$e "*) status=caught ;;
-				esac
-			done
+		classify
+		how=expect
+		# MUTATION_ESCALATE: a list that does not catch it may be too
+		# short (a guard that fails only beside the rest of the suite,
+		# or "*"): the whole make check decides.  The checks that read
+		# the sources, not run them (the table itself fails on every
+		# mutated tree), catch nothing here.
+		if [ "${MUTATION_ESCALATE:-0}" = 1 ] && [ "$status" != caught ] &&
+		    [ "$mtests" != all ]; then
+			how=all pyk=''
+			echo "check-mutations: $id: $status with its tests; the whole suite"
+			if build all >>"$work/build-$id.log" 2>&1; then
+				clean_results
+				run_tests "$work/check-$id-all.log" all
+				caught=$(for w in $(failures); do case ${w%%:*} in
+					mutations/table.sh|docs.sh|check-calls.sh|check-man.sh|daemon/man-lint.sh) ;;
+					*) printf '%s ' "$w" ;;
+					esac; done)
+				classify
+			else
+				status="BUILD-FAILED"
+				caught="see $work/build-$id.log"
+			fi
+		fi
+		# MUTATION_CONFIRM: a catch is one run; a test that failed by
+		# chance (load, a timeout) would pass a mutation that nothing
+		# guards.  The same test must fail again, its program alone.
+		if [ "${MUTATION_CONFIRM:-0}" = 1 ] && [ "$status" = caught ]; then
+			case $catcher in
+			python/run.sh:*) [ "${MUTATION_PYTEST_K:-0}" != 1 ] ||
+				pyk=${catcher#*:} ;;
+			esac
+			clean_results
+			run_tests "$work/confirm-$id.log" "tests/${catcher%%:*}"
+			case " $(failures)" in
+			*" $catcher "*) ;;
+			*) status=UNCONFIRMED ;;
+			esac
 		fi
 	fi
 	cp -p "$work/orig/$file" "$file" && touch "$file"
@@ -333,8 +440,14 @@ for id in $ids; do
 	shown=$(echo "$shown" | awk 'NF && !seen[$0]++' | head -n 7 | tr '\n' ' ')
 	[ "$n" -le 7 ] || shown="$shown(+$((n - 7)) more)"
 	[ "$n" -gt 0 ] || shown=$caught
-	printf '%s\t%s\t%s\t%ss\t%s\t%s\n' "$id" "$status" "$file" \
-		"$(($(date +%s) - t0))" "$what" "$shown" | tee -a "$results"
+	if [ "${MUTATION_CONFIRM:-0}" = 1 ]; then
+		printf '%s\t%s\t%s\t%ss\t%s\t%s\t%s\t%s\n' "$id" "$status" "$file" \
+			"$(($(date +%s) - t0))" "$what" "$shown" "${catcher:--}" \
+			"${how:-expect}" | tee -a "$results"
+	else
+		printf '%s\t%s\t%s\t%ss\t%s\t%s\n' "$id" "$status" "$file" \
+			"$(($(date +%s) - t0))" "$what" "$shown" | tee -a "$results"
+	fi
 done
 
 [ -z "${MUTATION_RESULTS:-}" ] || cp "$results" "$MUTATION_RESULTS" ||
