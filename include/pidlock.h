@@ -52,7 +52,8 @@ enum {
 	 * another process is blocked on it or has it open: an inode-blind
 	 * locker (flock(1) on a path libpidlock created) would otherwise
 	 * hold the unlinked inode while the next acquirer makes a new
-	 * file.  Costs a read of /proc/locks and a lease test per release;
+	 * file.  Answered by the opens the process's inotify watch saw
+	 * (one read per release), else by /proc/locks and a lease test;
 	 * pidlock(1) sets it.  Added after 1.3.0. */
 	PIDLOCK_KEEP_IF_USED = 1U << 8,
 	/** fdatasync(2) the record after each write (create, takeover,

@@ -389,6 +389,8 @@ int acquire_begin(struct pidlock *lock)
 	if (r < 0)
 		return r;
 	lock->seen.known = false;
+	/* Before anything we publish or open (opens.c). */
+	opens_begin(lock);
 	/* Before any open: a fork from here on may share what we lock. */
 	lock->hold.gen = self_fork_generation();
 	return 0;

@@ -210,6 +210,7 @@ static int create_named(struct pidlock *lock)
 		return r;
 	}
 	lock->hold.fd = fd;
+	opens_made(lock, 0);
 	return 0;
 }
 
@@ -228,6 +229,7 @@ static int create_unnamed(struct pidlock *lock)
 		return r;
 	}
 	lock->hold.fd = fd;
+	opens_made(lock, 0);
 	return 0;
 }
 
@@ -303,6 +305,8 @@ static int create_in_place(struct pidlock *lock)
 		return r;
 	}
 	lock->hold.fd = fd;
+	/* Made by its own open: the name's creation and then our open. */
+	opens_made(lock, 1);
 	return 0;
 }
 

@@ -41,6 +41,7 @@ PIDLOCK_EXPORT int pidlock_new(struct pidlock **lockp, const char *path,
 	lock = calloc(1, sizeof(*lock));
 	if (!lock)
 		return -ENOMEM;
+	lock->opens.entry = -1;
 	lock->set.path = strdup(path);
 	lock->set.dir = handle_dir_of(path);
 	if (!lock->set.path || !lock->set.dir) {
@@ -76,6 +77,7 @@ PIDLOCK_EXPORT void pidlock_free(struct pidlock *lock)
 	if (lock->hold.fd >= 0)
 		(void)pidlock_release(lock);
 	async_cancel(lock);
+	opens_free(lock);
 	free(lock->set.path);
 	free(lock->set.dir);
 	free(lock);

@@ -142,6 +142,17 @@ struct pidlock {
 		off_t size;
 		struct pidlock_info holder;
 	} seen;
+	/* Who else opened the file since this hold began (opens.c): the
+	 * entry is the handle's for its life in one process, the rest is
+	 * set as an acquire begins and as it opens or publishes. */
+	struct {
+		int entry;	/* in opens.c's table, -1: none */
+		bool ok;	/* counted since the acquire began */
+		bool made;	/* our publish made the inode */
+		bool took;	/* counted from before our open of it */
+		unsigned int own;	/* opens of the name by our publish */
+		uint64_t id, epoch, creations, opens, closes;	/* as then */
+	} opens;
 	/* What the directory and its file system were found to do: learned
 	 * once, kept for the handle's life. */
 	struct {
@@ -474,6 +485,14 @@ int inspect_state(const char *path, struct pidlock_info *info,
 void inspect_fill_info(struct pidlock_info *info, enum pidlock_state state,
 		       unsigned int kernel, const struct content *c,
 		       const struct stat *st);
+
+/* opens.c */
+enum opens_answer { OPENS_NONE, OPENS_SOME, OPENS_UNKNOWN };
+void opens_begin(struct pidlock *lock);
+void opens_taken(struct pidlock *lock);
+void opens_made(struct pidlock *lock, unsigned int own);
+enum opens_answer opens_answer(struct pidlock *lock, nlink_t links);
+void opens_free(struct pidlock *lock);
 
 /* wait.c */
 void wait_init(struct watch *w, const char *dir);

@@ -422,13 +422,16 @@ static bool run_limited(enum limit how, const char *name, limited_fn fn,
 	}								\
 	END_TEST
 
-/* refused_release: the child holds, says 'L', releases when told 'G'
- * and says whether the file stayed. */
+/* refused_release: the child takes over a dead holder's file that the
+ * parent has open (so that only the kernel's lease question, not the
+ * opens the child saw, can tell it: lib/opens.c), says 'L', releases
+ * when told 'G' and says whether the file stayed. */
 static int release_child(struct tu_child *c, const char *path)
 {
 	struct pidlock *l;
 	struct stat before, after;
 
+	TU_CHILD_CHECK(tu_wait_parent(c) == 'O');
 	TU_CHILD_CHECK(pidlock_new(&l, path, PIDLOCK_KEEP_IF_USED) == 0);
 	TU_CHILD_CHECK(pidlock_acquire(l, 0) == 0);
 	TU_CHILD_CHECK(stat(path, &before) == 0);
@@ -444,15 +447,27 @@ static int release_child(struct tu_child *c, const char *path)
 	return 0;
 }
 
-/* The other process: "exec 9<>F" on its way to flock 9. */
+/* The other process: "exec 9<>F" on its way to flock 9, opened before
+ * the child's take; the file, a dead holder's, is the directory
+ * owner's (the child's), so that the child may ask for a lease. */
 static void release_parent(struct tu_child *c, const char *path)
 {
+	char dir[PATH_MAX], record[128];
 	struct pidlock *next;
+	struct stat d;
 	int fd;
 
-	ck_assert_int_eq(tu_wait_signal(c), 'L');
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	ck_assert_int_eq(stat(dir, &d), 0);
+	snprintf(record, sizeof(record), "pid=%d\ntimestamp=%lld\n"
+		 "lock=flock,ofd\n", (int)tu_dead_pid(), (long long)tu_now());
+	tu_write(path, record);
+	ck_assert_int_eq(chown(path, d.st_uid, d.st_gid), 0);
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
+	tu_tell(c, 'O');
+	ck_assert_int_eq(tu_wait_signal(c), 'L');
 	tu_tell(c, 'G');
 	ck_assert_int_eq(tu_wait_signal(c), 0);	/* it has exited */
 	ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0);

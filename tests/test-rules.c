@@ -1238,35 +1238,204 @@ START_TEST(own_waiter_takes_file_that_stays)
 }
 END_TEST
 
+/* Released by l, the file at p stays, the same inode, and the opener
+ * fd can lock it; closed, the next release unlinks it. */
+static void stays_for_opener(char *p, struct pidlock *l, ino_t ino, int fd,
+			     const char *what)
+{
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(tu_exists(p) && tu_ino(p) == ino,
+		      "unlinked while %s had it open", what);
+	ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
+	close(fd);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(!tu_exists(p), "kept with nobody on it (%s)", what);
+}
+
 /* PIDLOCK_KEEP_IF_USED, somebody with the file open who has not reached
  * flock(2) yet (a shell's "9<file" while flock(1) starts): not in
- * /proc/locks, seen by the lease test; the file stays.  Without the
- * flag, the release unlinks it, as it always did. */
+ * /proc/locks.  Opened after our publish, the count of opens sees it
+ * (lib/opens.c); opened before our take of a file that was there, only
+ * the lease test does.  Either way the file stays.  Without the flag,
+ * the release unlinks it, as it always did. */
 TU_LOCK_TEST(opener_keeps_file, PIDLOCK_KEEP_IF_USED)
 {
-	struct pidlock *plain = tu_new(p, 0);
+	struct pidlock *old = tu_new(p, 0);
+	struct tu_child h;
 	ino_t ino;
 	int fd;
 
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ino = tu_ino(p);
 	fd = tu_open(p, O_RDONLY);
-	ck_assert_int_eq(pidlock_release(l), 0);
-	ck_assert_msg(tu_exists(p) && tu_ino(p) == ino,
-		      "unlinked while another description had it open");
-	ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
-	close(fd);
-	/* The next holder, with nobody on it, unlinks it. */
+	stays_for_opener(p, l, ino, fd, "an opener after our publish");
+	/* A holder died; the opener comes; we take its file over. */
+	tu_hold(&h, p, 0);
+	tu_kill(&h);
+	fd = tu_open(p, O_RDONLY);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	ck_assert_int_eq(pidlock_release(l), 0);
-	ck_assert(!tu_exists(p));
-	ck_assert_int_eq(pidlock_acquire(plain, 0), 0);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(pidlock_release(plain), 0);
+	ino = tu_ino(p);
+	stays_for_opener(p, l, ino, fd, "an opener before our take");
+	ck_assert_int_eq(pidlock_acquire(old, 0), 0);
+	fd = tu_open(p, O_RDONLY);
+	ck_assert_int_eq(pidlock_release(old), 0);
 	ck_assert_msg(!tu_exists(p), "the default keeps a file it made");
 	close(fd);
-	pidlock_free(plain);
+	pidlock_free(old);
+}
+END_TEST
+
+/* A reader (cat(1), pkill -F, systemd reading PIDFile=) opens, reads
+ * and closes: it does not keep the file at the path after the release,
+ * where a spec-only peer would take it for held. */
+TU_LOCK_TEST(reader_does_not_keep_file, PIDLOCK_KEEP_IF_USED)
+{
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_ptr_nonnull(strstr(tu_read(p), "pid="));
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(!tu_exists(p), "a reader kept the file");
+}
+END_TEST
+
+/* An opener through a second link, in another directory, is not seen
+ * by our watch: a file with two links asks the kernel, whose lease
+ * test sees the opener. */
+TU_LOCK_TEST(second_link_asks_kernel, PIDLOCK_KEEP_IF_USED)
+{
+	char *sub = tu_path("elsewhere");
+	char other[PATH_MAX];
+	ino_t ino;
+	int fd;
+
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	snprintf(other, sizeof(other), "%s/link", sub);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ino = tu_ino(p);
+	ck_assert_int_eq(link(p, other), 0);
+	fd = tu_open(other, O_RDONLY);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(tu_exists(p) && tu_ino(p) == ino,
+		      "unlinked while an opener through a second link had it");
+	close(fd);
+	ck_assert_int_eq(unlink(other), 0);
+}
+END_TEST
+
+/* More events than the queue holds: the opener's event is lost, and the
+ * release asks the kernel instead of trusting a count with a gap. */
+TU_LOCK_TEST(overflow_asks_kernel, PIDLOCK_KEEP_IF_USED)
+{
+	long n = strtol(tu_read("/proc/sys/fs/inotify/max_queued_events"),
+			NULL, 10);
+	char *noise = tu_path("noise");
+	ino_t ino;
+	int fd;
+
+	if (n <= 0 || n > 200000) {
+		fprintf(stderr, "SKIP overflow_asks_kernel: a queue of %ld\n",
+			n);
+		return;
+	}
+	tu_write(noise, "");
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ino = tu_ino(p);
+	/* An open and a close each: nothing merges, 2n events. */
+	for (long i = 0; i < n; i++)
+		close(tu_open(noise, O_RDONLY));
+	fd = tu_open(p, O_RDONLY);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(tu_exists(p) && tu_ino(p) == ino,
+		      "unlinked under an opener whose event was lost");
+	close(fd);
+}
+END_TEST
+
+static int other_name_cycle(struct tu_child *c, void *arg)
+{
+	struct pidlock *m = tu_new(arg, PIDLOCK_KEEP_IF_USED);
+
+	(void)c;
+	TU_CHILD_CHECK(pidlock_acquire(m, 0) == 0);
+	TU_CHILD_CHECK(pidlock_release(m) == 0);
+	pidlock_free(m);
+	return 0;
+}
+
+/* A fork's child reads its own queue: its release, in the same
+ * directory, must not take the parent's events (here, an opener of the
+ * parent's file), which would make the parent's release unlink it. */
+TU_LOCK_TEST(fork_child_has_own_queue, PIDLOCK_KEEP_IF_USED)
+{
+	struct tu_child c;
+	ino_t ino;
+	int fd;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ino = tu_ino(p);
+	fd = tu_open(p, O_RDONLY);
+	tu_spawn(&c, other_name_cycle, tu_path("other.lock"));
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(tu_exists(p) && tu_ino(p) == ino,
+		      "unlinked under an opener: a child read our events");
+	close(fd);
+}
+END_TEST
+
+static int refresh_and_release(struct tu_child *c, void *arg)
+{
+	struct pidlock *l = arg;
+
+	TU_CHILD_CHECK(tu_wait_parent(c) == 'G');
+	TU_CHILD_CHECK(pidlock_refresh(l) == 0);
+	TU_CHILD_CHECK(pidlock_release(l) == 0);
+	return 0;
+}
+
+/* A daemon's flow: the parent takes over a dead holder's file, a fork's
+ * child takes the hold (pidlock_daemon_open()), the parent closes its
+ * copy; nobody else has the file open at the child's release, which
+ * removes it.  The child's counts start anew, not from the parent's. */
+TU_LOCK_TEST(forked_taker_lets_go, PIDLOCK_KEEP_IF_USED)
+{
+	struct tu_child h, c;
+
+	tu_hold(&h, p, 0);
+	tu_kill(&h);
+	close(tu_open(p, O_RDONLY));
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	tu_spawn(&c, refresh_and_release, l);
+	ck_assert_int_eq(pidlock_close(l), 0);
+	tu_tell(&c, 'G');
+	ck_assert_int_eq(tu_join(&c), 0);
+	ck_assert_msg(!tu_exists(p), "kept with nobody else on it");
+}
+END_TEST
+
+/* One inotify instance for the process, whatever the handles and
+ * directories (made before the tests, tests/testutil.c), and no
+ * descriptor left by a handle's life. */
+START_TEST(one_instance_per_process)
+{
+	char *a = tu_path("one.lock"), *sub = tu_path("two");
+	char b[PATH_MAX];
+	int fds = tu_count_fds(), ino = tu_count_inotify();
+	struct pidlock *l[3];
+
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	snprintf(b, sizeof(b), "%s/two.lock", sub);
+	l[0] = tu_new(a, PIDLOCK_KEEP_IF_USED);
+	l[1] = tu_new(b, PIDLOCK_KEEP_IF_USED);
+	l[2] = tu_new(b, PIDLOCK_SHARED | PIDLOCK_KEEP_IF_USED);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(pidlock_acquire(l[i], 0), 0);
+		ck_assert_int_eq(pidlock_release(l[i]), 0);
+	}
+	ck_assert_int_eq(tu_count_inotify(), ino);
+	for (int i = 0; i < 3; i++)
+		pidlock_free(l[i]);
+	ck_assert_int_eq(tu_count_fds(), fds);
 }
 END_TEST
 
@@ -1282,29 +1451,48 @@ static void drop_cap_lease(void)
 	ck_assert_int_eq(syscall(SYS_capset, &h, d), 0);
 }
 
+/* "exec 9<file" before the holder's take, then "flock 9" behind it. */
+static int early_opener(struct tu_child *c, void *arg)
+{
+	int fd = open(arg, O_RDONLY | O_CLOEXEC);
+
+	TU_CHILD_CHECK(fd >= 0);
+	tu_signal(c, 'O');
+	TU_CHILD_CHECK(tu_wait_parent(c) == 'F');
+	TU_CHILD_CHECK(flock(fd, LOCK_EX) == 0);
+	tu_signal(c, 'K');
+	(void)tu_wait_parent(c);
+	return 0;
+}
+
 static int waiter_without_lease(struct tu_child *c, void *arg)
 {
 	char *p = arg;
 	struct pidlock *l = tu_new(p, PIDLOCK_KEEP_IF_USED);
+	char record[128];
 	struct tu_child f;
 	ino_t ino;
 
 	(void)c;
 	drop_cap_lease();
-	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
-	ino = tu_ino(p);
+	/* A dead holder's file, another user's: no lease for us. */
+	snprintf(record, sizeof(record), "pid=%d\ntimestamp=%lld\n"
+		 "lock=flock,ofd\n", (int)tu_dead_pid(), (long long)tu_now());
+	tu_write(p, record);
 	ck_assert_int_eq(chown(p, 65534, 65534), 0);
-	tu_spawn(&f, flock1_runner, p);
+	ino = tu_ino(p);
+	/* Opened before our take: the opens we count do not see it. */
+	tu_spawn(&f, early_opener, p);
+	ck_assert_int_eq(tu_wait_signal(&f), 'O');
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_uint_eq(tu_ino(p), ino);
+	tu_tell(&f, 'F');
 	wait_for_waiter(ino);
 	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_msg(tu_exists(p) && tu_ino(p) == ino,
-		      "unlinked under a blocked flock(1), with no lease test");
-	{
-		char got[PATH_MAX];
-
-		snprintf(got, sizeof(got), "%s.got", p);
-		flock1_go(got);
-	}
+		      "unlinked under a blocked waiter, with no lease test");
+	ck_assert_int_eq(tu_wait_signal(&f), 'K');
+	tu_tell(&f, 'E');
 	ck_assert_int_eq(tu_join(&f), 0);
 	pidlock_free(l);
 	return 0;
@@ -1685,6 +1873,12 @@ int main(void)
 		{ flock1_waiter_on_our_file, 1 },
 		{ own_waiter_takes_file_that_stays, 1 },
 		{ opener_keeps_file, 1 },
+		{ reader_does_not_keep_file, 1 },
+		{ second_link_asks_kernel, 1 },
+		{ overflow_asks_kernel, 1 },
+		{ fork_child_has_own_queue, 1 },
+		{ forked_taker_lets_go, 1 },
+		{ one_instance_per_process, 1 },
 		{ waiter_seen_without_lease, 1 },
 		{ exit_releases_reads_free, 1 },
 		{ holder_fd_shows_path, 1 },

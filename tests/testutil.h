@@ -219,6 +219,10 @@ bool tu_has_temp(const char *dir);
 
 /* Runs the suite as CK_RUN_SUITE, CK_RUN_CASE, CK_VERBOSITY, CK_FORK
  * and the tag variables say, and exits: 0 if every check passed. */
+/* Runs the suite; first (unless tu_cold_library) the library's first
+ * PIDLOCK_KEEP_IF_USED acquire, whose inotify instance then lives as
+ * long as the process (lib/opens.c). */
+extern bool tu_cold_library;
 void tu_run_suite(Suite *s) __attribute__((noreturn));
 
 /* --- the shapes the protocol suites share ---------------------------- */

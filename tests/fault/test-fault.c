@@ -1292,5 +1292,8 @@ static Suite *fault_suite(void)
 
 int main(void)
 {
+	/* No handle before a test's own pthread_atfork() (see
+	 * release_sees_fork_under_way); no PIDLOCK_KEEP_IF_USED here. */
+	tu_cold_library = true;
 	tu_run_suite(fault_suite());
 }

@@ -21,3 +21,21 @@ def kernel_free(pidlock: Any, path: str) -> bool:
             probe.release()
         probe.close()
     return True
+
+
+def wait_blocked(ino: int, pid: int, limit: float = 60.0) -> None:
+    """Wait until process pid is blocked in the kernel for a lock on
+    inode ino (a "->" row of /proc/locks); the limit is a guard against a
+    hang, not a bound on speed."""
+    import time
+
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        with open("/proc/locks") as f:
+            for row in f:
+                cols = row.split()
+                if "->" in cols and int(cols[-4]) == pid and \
+                        int(cols[-3].split(":")[-1]) == ino:
+                    return
+        time.sleep(0.01)
+    raise AssertionError(f"pid {pid} never blocked on inode {ino}")

@@ -14,9 +14,12 @@ import pytest
 
 import pidlock
 
+import kernel
+
 
 def test_file_open_elsewhere_stays(lockpath):
-    lock = pidlock.Lock(lockpath, flags=pidlock.Flags.KEEP_IF_USED)
+    flags = pidlock.Flags.KEEP_IF_USED
+    lock = pidlock.Lock(lockpath, flags=flags)
     lock.acquire()
     ino = os.stat(lockpath).st_ino
     # Another process opens it and waits to lock it, as flock(1) would.
@@ -38,16 +41,37 @@ def test_file_open_elsewhere_stays(lockpath):
         peer.stdin.flush()
         assert peer.stdout.readline() == "locked\n"
         # The peer holds the file at the path: we are kept out.
-        other = pidlock.Lock(lockpath, flags=pidlock.Flags.KEEP_IF_USED)
+        other = pidlock.Lock(lockpath, flags=flags)
         with pytest.raises(pidlock.Busy):
             other.acquire(timeout=0)
     finally:
         peer.stdin.close()
         peer.wait()
     # Nobody else on it now: the next release removes it.
-    with pidlock.Lock(lockpath, flags=pidlock.Flags.KEEP_IF_USED):
+    with pidlock.Lock(lockpath, flags=flags):
         pass
     assert not os.path.exists(lockpath)
+
+
+def test_flock1_behind_a_default_lock_keeps_the_next_out(lockpath):
+    """Issue 46's three lines, with KEEP_IF_USED (not yet the default): a
+    Lock, flock(1) opening and waiting behind it, then another acquire
+    while flock(1) is inside: busy, not a second holder."""
+    flock1 = os.environ.get("FLOCK") or "flock"
+    lock = pidlock.Lock(lockpath, flags=pidlock.Flags.KEEP_IF_USED)
+    lock.acquire()
+    peer = subprocess.Popen(
+        [flock1, "-x", lockpath, "-c", "echo in; read x"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        kernel.wait_blocked(os.stat(lockpath).st_ino, peer.pid)
+        lock.release()
+        assert peer.stdout.readline() == "in\n"
+        with pytest.raises(pidlock.Busy):
+            pidlock.Lock(lockpath).acquire(timeout=0)
+    finally:
+        peer.stdin.close()
+        peer.wait()
 
 
 def test_default_removes_it(lockpath):
