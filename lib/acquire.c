@@ -72,7 +72,7 @@ static bool locks_exclude(const struct pidlock *lock, int fd)
  * out here?  Asked once per handle, by pidlock_acquire() and
  * pidlock_lock_fd() alike.
  */
-int acquire_check_fs(const struct pidlock *lock, int fd, dev_t dev, ino_t ino)
+int acquire_check_fs(struct pidlock *lock, int fd, dev_t dev, ino_t ino)
 {
 	struct stat st;
 	int probe, r = 0;
@@ -90,6 +90,8 @@ int acquire_check_fs(const struct pidlock *lock, int fd, dev_t dev, ino_t ino)
 		return 0;
 	if (probe < 0)
 		return -errno;
+	/* Ours: not somebody on the file to our release (opens.c). */
+	opens_own(lock);
 	if (fstat(probe, &st) < 0)
 		r = -errno;
 	else if (st.st_dev != dev || st.st_ino != ino)

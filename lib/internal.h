@@ -150,7 +150,8 @@ struct pidlock {
 		bool ok;	/* counted since the acquire began */
 		bool made;	/* our publish made the inode */
 		bool took;	/* counted from before our open of it */
-		unsigned int own;	/* opens of the name by our publish */
+		unsigned int own;	/* our own opens of the name since */
+		unsigned int own_closes;	/* and closes */
 		uint64_t id, epoch, creations, opens, closes;	/* as then */
 	} opens;
 	/* What the directory and its file system were found to do: learned
@@ -427,7 +428,7 @@ int create_publish(struct pidlock *lock);
 int acquire_begin(struct pidlock *lock);
 int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 		 int *fdp, bool *busyp);
-int acquire_check_fs(const struct pidlock *lock, int fd, dev_t dev,
+int acquire_check_fs(struct pidlock *lock, int fd, dev_t dev,
 		     ino_t ino);
 int acquire_arm(struct pidlock *lock, struct watch *w, int *fdp);
 void acquire_check_kept(struct pidlock *lock, struct watch *w, int *fdp);
@@ -491,6 +492,7 @@ enum opens_answer { OPENS_NONE, OPENS_SOME, OPENS_UNKNOWN };
 void opens_begin(struct pidlock *lock);
 void opens_taken(struct pidlock *lock);
 void opens_made(struct pidlock *lock, unsigned int own);
+void opens_own(struct pidlock *lock);
 enum opens_answer opens_answer(struct pidlock *lock, nlink_t links);
 void opens_free(struct pidlock *lock);
 

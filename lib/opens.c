@@ -308,6 +308,8 @@ void opens_begin(struct pidlock *lock)
 	lock->opens.made = false;
 	lock->opens.took = false;
 	lock->opens.ok = false;
+	lock->opens.own = 0;
+	lock->opens.own_closes = 0;
 	if (!(lock->set.flags & PIDLOCK_KEEP_IF_USED) || !lock_state())
 		return;
 	e = entry_of(lock);
@@ -329,10 +331,9 @@ void opens_taken(struct pidlock *lock)
 	if (!lock->opens.ok || !lock_state())
 		return;
 	e = entry_of(lock);
-	if (e)
-		drain();
 	/* Read: what was lost before is behind us. */
 	if (e) {
+		drain();
 		lock->opens.took = true;
 		lock->opens.id = e->id;
 		lock->opens.epoch = e->epoch;
@@ -351,6 +352,15 @@ void opens_made(struct pidlock *lock, unsigned int own)
 {
 	lock->opens.made = true;
 	lock->opens.own = own;
+	lock->opens.own_closes = 0;
+}
+
+/* An open and close of the name of our own after the count began (the
+ * file-system check of a handle's first acquire, acquire.c). */
+void opens_own(struct pidlock *lock)
+{
+	lock->opens.own++;
+	lock->opens.own_closes++;
 }
 
 static enum opens_answer answer(const struct pidlock *lock,
@@ -361,10 +371,11 @@ static enum opens_answer answer(const struct pidlock *lock,
 	if (e->id != lock->opens.id || e->epoch != lock->opens.epoch)
 		return OPENS_UNKNOWN;
 	if (lock->opens.made && e->creations > lock->opens.creations) {
-		if (e->opens_made < lock->opens.own)
+		if (e->opens_made < lock->opens.own ||
+		    e->closes_made < lock->opens.own_closes)
 			return OPENS_UNKNOWN;
 		opens = e->opens_made - lock->opens.own;
-		closes = e->closes_made;
+		closes = e->closes_made - lock->opens.own_closes;
 		/* A second link: opens through it are another directory's. */
 		if (opens == 0)
 			return links == 1 ? OPENS_NONE : OPENS_UNKNOWN;
@@ -372,6 +383,10 @@ static enum opens_answer answer(const struct pidlock *lock,
 		/* Those open at the grant are unknown: at least this many. */
 		opens = e->opens - lock->opens.opens;
 		closes = e->closes - lock->opens.closes;
+		if (opens < lock->opens.own || closes < lock->opens.own_closes)
+			return OPENS_UNKNOWN;
+		opens -= lock->opens.own;
+		closes -= lock->opens.own_closes;
 	} else {
 		return OPENS_UNKNOWN;
 	}

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Waiting until a lock is free, without taking it: "wait for the old
- * instance to let go".  The file now at the path is kept open and its
- * inode watched, as an acquire's wait does: a release unlinks it, or
- * closes it, or writes its released record, and each of those wakes us.
- * What the file says is asked through that kept descriptor only, so
- * that no open or close of ours wakes our own watch.  A holder whose
- * end touches no file (a pidfile's daemon, a spec-only writer) is
- * watched through its pidfd.  Every sleep is also bounded by the poll
- * interval, for file systems that send no events.
+ * instance to let go".  The inode now at the path is watched, as an
+ * acquire's wait does: a release unlinks it, or closes it, or writes
+ * its released record, and each of those wakes us.  It is not kept
+ * open between looks: an open description is somebody on the file to
+ * a PIDLOCK_KEEP_IF_USED release (opens.c, release.c), which would then
+ * leave it at the path, a daemon's pidfile after `pidlock --stop`.  A
+ * look opens, reads and closes; the event of our own close is read and
+ * set aside, and a change it may have hidden is seen by the path's
+ * stat.  A holder whose end touches no file (a pidfile's daemon, a
+ * spec-only writer) is watched through its pidfd.  Every sleep is also
+ * bounded by the poll interval, for file systems that send no events.
  *
  * A wait may last forever, so it stays cancellable (pthread_cancel(3)),
  * but only in its sleep: everything else runs with cancellation off,
@@ -41,7 +44,9 @@ struct free_wait {
 	char *dir;
 	int cancel;	/* the caller's cancelability state */
 	struct watch w;
-	int fd;		/* the file at the path, kept and watched */
+	int fd;		/* the file at the path, during a look */
+	dev_t dev;	/* the inode watched, if file_wd >= 0 */
+	ino_t ino;
 	int pidfd;	/* the holder whose end does not touch the file */
 	pid_t pidfd_of;	/* kept after its pidfd polled readable: not opened again */
 };
@@ -63,42 +68,67 @@ static bool is_free(enum pidlock_state state)
 }
 
 /*
- * Keep the file now at the path: 1 kept, 0 no file there, -EWOULDBLOCK
- * somebody's lease keeps our open out for now, -errno.  Such a lease
- * (Samba's oplock, say) is its owner's, not a holder's: it ends when
- * its owner lets go, or at the latest when the kernel breaks it
- * (/proc/sys/fs/lease-break-time), and the file is looked at then.
+ * Open the file now at the path for a look, and watch its inode: 1
+ * open, 0 no file there, -EWOULDBLOCK somebody's lease keeps our open
+ * out for now, -errno.  Such a lease (Samba's oplock, say) is its
+ * owner's, not a holder's: it ends when its owner lets go, or at the
+ * latest when the kernel breaks it (/proc/sys/fs/lease-break-time), and
+ * the file is looked at then.
  */
-static int keep_file(struct free_wait *fw)
+static int open_file(struct free_wait *fw, struct stat *st)
 {
-	struct stat st;
-	int fd = inspect_open(fw->path, &st);
+	int fd = inspect_open(fw->path, st);
 
-	if (fd == -ENOENT || fd == -ESTALE)
+	if (fd == -ENOENT || fd == -ESTALE) {
+		wait_unwatch_file(&fw->w);
+		wait_watch_dir(&fw->w);
 		return 0;
+	}
 	if (fd < 0)
 		return fd;
 	fw->fd = fd;
-	/* Watched after our open, so that only others' closes count. */
-	if (fw->w.ifd >= 0 && wait_watch_file(&fw->w, fw->path, WATCH_RELEASE) < 0)
+	if (fw->w.file_wd >= 0 && fw->dev == st->st_dev &&
+	    fw->ino == st->st_ino)
+		return 1;
+	if (fw->w.ifd >= 0 &&
+	    wait_watch_file(&fw->w, fw->path, WATCH_RELEASE) < 0) {
 		wait_watch_dir(&fw->w);
+		return 1;
+	}
+	fw->dev = st->st_dev;
+	fw->ino = st->st_ino;
 	return 1;
 }
 
-/* Is the kept descriptor still the file at the path?  Else drop it:
- * the watch first, so that our close does not wake us. */
-static void check_kept(struct free_wait *fw)
+static bool no_hit(const struct inotify_event *ev, const void *arg)
 {
-	struct stat fst, lst;
+	(void)ev;
+	(void)arg;
+	return false;
+}
 
-	if (fw->fd < 0)
-		return;
-	if (fstat(fw->fd, &fst) == 0 && fst.st_nlink > 0 &&
-	    lstat(fw->path, &lst) == 0 && lst.st_dev == fst.st_dev &&
-	    lst.st_ino == fst.st_ino)
-		return;
-	wait_drop_kept(&fw->w, &fw->fd);
-	wait_watch_dir(&fw->w);
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* The look is over: the file closed, the event of our close set aside
+ * (with whatever came before it), and whether the path has changed
+ * since st was taken, which such an event would have told. */
+static bool close_changed(struct free_wait *fw, const struct stat *st)
+{
+	struct stat now;
+
+	io_close_keep_errno(fw->fd);
+	fw->fd = -1;
+	if (fw->w.ifd >= 0)
+		(void)wait_read_events(fw->w.ifd, no_hit, NULL);
+	if (lstat(fw->path, &now) < 0)
+		return true;
+	return now.st_dev != st->st_dev || now.st_ino != st->st_ino ||
+	       now.st_nlink != st->st_nlink || now.st_size != st->st_size ||
+	       !same_time(&now.st_mtim, &st->st_mtim) ||
+	       !same_time(&now.st_ctim, &st->st_ctim);
 }
 
 /* A pidfd for the record's pid where nothing else would wake us: a
@@ -122,25 +152,21 @@ static void watch_holder(struct free_wait *fw, const struct pidlock_info *info)
 	fw->pidfd_of = info->pid;
 }
 
-/* 1: free; 0: held; -errno. */
-static int look(struct free_wait *fw)
+/* One look through a fresh open: 1 free, 0 held, 2 changed while we
+ * looked (look again), -errno. */
+static int look_once(struct free_wait *fw)
 {
 	struct pidlock_info info;
 	struct stat st;
-	int r;
+	int r = open_file(fw, &st);
 
-	check_kept(fw);
-	if (fw->fd < 0) {
-		r = keep_file(fw);
-		if (r == -EWOULDBLOCK)
-			return 0;	/* not known free: look again */
-		if (r <= 0)
-			return r < 0 ? r : 1;
-		/* Kept after a release we may have missed: look now. */
-	}
-	if (fstat(fw->fd, &st) < 0)
-		return -errno;
+	if (r == -EWOULDBLOCK)
+		return 0;	/* not known free: look again */
+	if (r <= 0)
+		return r < 0 ? r : 1;
 	r = inspect_fd(fw->fd, &st, &info, 0, KLOCK_TORN_READS);
+	if (close_changed(fw, &st) && (r < 0 || !is_free(info.state)))
+		return 2;
 	if (r < 0)
 		return r;
 	if (info.state == PIDLOCK_STATE_NOT_LOCK_FILE)
@@ -149,6 +175,17 @@ static int look(struct free_wait *fw)
 		return info.kernel_locks ? 0 : -(info.error ? info.error : EIO);
 	watch_holder(fw, &info);
 	return is_free(info.state);
+}
+
+/* 1: free; 0: held; -errno.  A file that keeps changing under our looks
+ * (a holder rewriting its record) is left to the next wake. */
+static int look(struct free_wait *fw)
+{
+	int r = 2;
+
+	for (int i = 0; i < 3 && r == 2; i++)
+		r = look_once(fw);
+	return r == 2 ? 0 : r;
 }
 
 static bool free_hit(const struct inotify_event *ev, const void *arg)

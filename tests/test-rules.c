@@ -1413,6 +1413,29 @@ TU_LOCK_TEST(forked_taker_lets_go, PIDLOCK_KEEP_IF_USED)
 }
 END_TEST
 
+static int free_waiter(struct tu_child *c, void *arg)
+{
+	(void)c;
+	return pidlock_wait_free(arg, 60000) == 0 ? 0 : 1;
+}
+
+/* pidlock_wait_free() (what `pidlock --stop` and --wait-free wait in)
+ * keeps no description of the file open while it waits: a
+ * PIDLOCK_KEEP_IF_USED release would take it for somebody on the file
+ * and leave the file at the path, a daemon's pidfile after its stop. */
+TU_LOCK_TEST(free_waiter_keeps_nothing_open, PIDLOCK_KEEP_IF_USED)
+{
+	struct tu_child c;
+
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	tu_spawn(&c, free_waiter, p);
+	ck_assert(tu_wait_in_poll(c.pid));
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(!tu_exists(p), "kept for a process that only waits");
+	ck_assert_int_eq(tu_join(&c), 0);
+}
+END_TEST
+
 /* One inotify instance for the process, whatever the handles and
  * directories (made before the tests, tests/testutil.c), and no
  * descriptor left by a handle's life. */
@@ -1878,6 +1901,7 @@ int main(void)
 		{ overflow_asks_kernel, 1 },
 		{ fork_child_has_own_queue, 1 },
 		{ forked_taker_lets_go, 1 },
+		{ free_waiter_keeps_nothing_open, 1 },
 		{ one_instance_per_process, 1 },
 		{ waiter_seen_without_lease, 1 },
 		{ exit_releases_reads_free, 1 },

@@ -20,12 +20,33 @@ import pidlock
 from helpers import Holder
 
 
+# IN_EXCL_UNLINK: only the library's own instance (lib/opens.c), one
+# per process, watches with it; the waits' instances do not.
+EXCL_UNLINK = 0x04000000
+
+
+def library_instance(name: str) -> bool:
+    """Is descriptor name the library's per-process instance?"""
+    try:
+        with open("/proc/self/fdinfo/" + name) as f:
+            for row in f:
+                if row.startswith("inotify ") and "mask:" in row:
+                    mask = int(row.split("mask:")[1].split()[0], 16)
+                    if mask & EXCL_UNLINK:
+                        return True
+    except OSError:
+        pass
+    return False
+
+
 def inotify_instances() -> int:
-    """The inotify descriptors this process has open."""
+    """The inotify descriptors this process has open for its waits (the
+    library's one per process, which reads opens at release, left out)."""
     count = 0
     for name in os.listdir("/proc/self/fd"):
         try:
-            if os.readlink("/proc/self/fd/" + name) == "anon_inode:inotify":
+            if os.readlink("/proc/self/fd/" + name) == "anon_inode:inotify" \
+                    and not library_instance(name):
                 count += 1
         except OSError:
             pass    # the listing's own descriptor, closed meanwhile
