@@ -190,14 +190,11 @@ static bool used_by_others(const struct pidlock *lock)
  */
 static bool used(struct pidlock *lock, nlink_t links)
 {
-	switch (opens_answer(lock, links)) {
-	case OPENS_NONE:
-		return false;
-	case OPENS_SOME:
-		return true;
-	default:
+	enum opens_answer a = opens_answer(lock, links);
+
+	if (a == OPENS_UNKNOWN)
 		return used_by_others(lock);
-	}
+	return a == OPENS_SOME;
 }
 
 /*
