@@ -21,7 +21,9 @@
  * The answers (opens_answer()):
  *  - OPENS_NONE: this hold published the inode, the watch was there
  *    before, the name's last creation came after the acquire began, and
- *    no open of the name came after it; the inode has one link.  Then no
+ *    no open of the name came after it, not even one of ours (inotify
+ *    merges two like events in a row, so ours cannot be told from one
+ *    just after it); the inode has one link.  Then no
  *    other description of the inode exists, so nobody can be blocked on
  *    it or about to lock it.  The only answer that lets a file go.
  *  - OPENS_SOME: more opens than closes since the point this hold
@@ -376,9 +378,14 @@ static enum opens_answer answer(const struct pidlock *lock,
 			return OPENS_UNKNOWN;
 		opens = e->opens_made - lock->opens.own;
 		closes = e->closes_made - lock->opens.own_closes;
-		/* A second link: opens through it are another directory's. */
+		/* A second link: opens through it are another directory's.
+		 * An open of ours since (a create in place, the first
+		 * acquire's check) may have been merged by inotify with
+		 * another's like event just after it: "nobody" only with
+		 * none of ours to take away. */
 		if (opens == 0)
-			return links == 1 ? OPENS_NONE : OPENS_UNKNOWN;
+			return links == 1 && lock->opens.own == 0 ?
+				       OPENS_NONE : OPENS_UNKNOWN;
 	} else if (lock->opens.took) {
 		/* Those open at the grant are unknown: at least this many. */
 		opens = e->opens - lock->opens.opens;

@@ -1314,6 +1314,10 @@ TU_LOCK_TEST(second_link_asks_kernel, PIDLOCK_KEEP_IF_USED)
 
 	ck_assert_int_eq(mkdir(sub, 0755), 0);
 	snprintf(other, sizeof(other), "%s/link", sub);
+	/* A cycle first: our own opens of the first one (its check of
+	 * the file system) leave its release to the kernel. */
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ino = tu_ino(p);
 	ck_assert_int_eq(link(p, other), 0);
@@ -1342,6 +1346,10 @@ TU_LOCK_TEST(overflow_asks_kernel, PIDLOCK_KEEP_IF_USED)
 		return;
 	}
 	tu_write(noise, "");
+	/* A cycle first: our own opens of the first one (its check of
+	 * the file system) leave its release to the kernel. */
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ino = tu_ino(p);
 	/* An open and a close each: nothing merges, 2n events. */
@@ -1376,6 +1384,10 @@ TU_LOCK_TEST(fork_child_has_own_queue, PIDLOCK_KEEP_IF_USED)
 	ino_t ino;
 	int fd;
 
+	/* A cycle first: our own opens of the first one (its check of
+	 * the file system) leave its release to the kernel. */
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ino = tu_ino(p);
 	/* Another release of ours reads the queue: our publish is counted
