@@ -109,8 +109,10 @@ static int busy_or_refused(struct pidlock *lock, int fd, int err,
 	if (!S_ISREG(st.st_mode))
 		return err;
 	held = held_untaken(lock, fd, &st);
+	/* Its look at the file (a /proc/locks that took more than one
+	 * read, as on a busy machine) found it gone: the holder let go. */
 	if (held < 0)
-		return held;
+		return path_replaced(held) ? TRY_AGAIN : held;
 	if (held) {
 		*busy = (unsigned int)held;
 		return -EWOULDBLOCK;

@@ -180,8 +180,14 @@ static struct {
 	int fd;			/* the open list being read, or -1 */
 	bool tearing, loaded;
 	size_t len, off;
+	fault_hook after;	/* once, after a reading is closed */
 	char buf[1 << 20];
 } torn = { .fd = -1 };
+
+EXPORT void fault_after_locks(fault_hook fn)
+{
+	torn.after = fn;
+}
 
 EXPORT void fault_torn_locks(unsigned long long ino, int pid, int skip,
 			     int readings)
@@ -666,6 +672,9 @@ EXPORT int close(int fd)
 	REAL(int, close, (int));
 	fault_fd_hook fn = st.closing;
 
+	fault_hook after = NULL;
+	int r;
+
 	if (fd >= 0 && fd == torn.fd) {
 		torn.fd = -1;
 		if (torn.loaded) {
@@ -673,12 +682,21 @@ EXPORT int close(int fd)
 			torn.readings -= torn.tearing;
 		}
 		torn.loaded = false;
+		after = torn.after;
+		torn.after = NULL;
 	}
 	if (fn && fd == st.closing_fd) {
 		st.closing = NULL;
 		fn(fd);
 	}
-	return real_close(fd);
+	r = real_close(fd);
+	if (after) {
+		int saved = errno;
+
+		after("/proc/locks");
+		errno = saved;
+	}
+	return r;
 }
 
 /* The script named by var, once, run to its end with arg as $1; the

@@ -66,6 +66,10 @@ void fault_short_len(size_t len);
  * fault_torn_left(): tears not made yet; fault_locks_readings():
  * readings since armed. */
 void fault_torn_locks(unsigned long long ino, int pid, int skip, int readings);
+/* fn runs once, right after the next reading of /proc/locks that
+ * fault_torn_locks() watches (it must be armed) is closed: what the
+ * reader may find changed before its next call. */
+void fault_after_locks(fault_hook fn);
 int fault_torn_left(void);
 int fault_locks_readings(void);
 
