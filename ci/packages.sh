@@ -1,15 +1,20 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# Build the Debian packages from the release tarball and use them:
+# Build the Debian packages from the release tree and use them:
 #
-#   1. make dist; unpack the tarball in a scratch directory
-#   2. dpkg-buildpackage -us -uc -b (this runs make check too; with
+#   1. make distdir (the tree that make dist packs) in a scratch
+#      directory, and the upstream tarball from it there: the build
+#      directory's own libpidlock-VERSION.tar.xz is neither read nor
+#      rewritten, so nobody who is unpacking it meanwhile sees it cut
+#   2. dpkg-buildpackage -us -uc, source and binaries (this runs make
+#      check too; with
 #      --build-only, as a packager builds; otherwise, as CI, which ran
 #      the whole suite on these sources already, the build skips it
 #      (nocheck) and make check-built runs in the package's tree the
 #      tests whose verdict its hardening flags can change)
-#   3. lintian: no error, no warning and no unused override
+#   3. lintian, of the source package and the binaries: no error, no
+#      warning and no unused override
 #   4. check what each package holds
 #   5. apt-get install ./*.deb; build ci/smoke.c, examples/counter.c and
 #      the example of pidlock(3) against the installed library with
@@ -44,7 +49,7 @@ need lintian lintian
 
 version=$(sed -n 's/^VERSION = //p' Makefile)
 [ -n "$version" ] || die "no VERSION in Makefile"
-tarball=libpidlock-$version.tar.xz
+orig=libpidlock_$version.orig.tar.xz
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/libpidlock-deb.XXXXXX")
 installed=
@@ -67,14 +72,18 @@ step() {
 	echo "$me: $*"
 }
 
-# --- 1. the release tarball ------------------------------------------------
-step "make dist"
-$make -s dist >"$tmp/dist.log" 2>&1 || { cat "$tmp/dist.log" >&2; die "make dist failed"; }
-[ -f "$tarball" ] || die "make dist made no $tarball"
-cp "$tarball" "$tmp/libpidlock_$version.orig.tar.xz"
-tar -C "$tmp" -xf "$tarball"
+# --- 1. the release tree and its tarball ------------------------------------
 src=$tmp/libpidlock-$version
-[ -d "$src/debian" ] || die "$tarball has no debian/ directory"
+step "make distdir into $src"
+$make -s distdir distdir="$src" >"$tmp/dist.log" 2>&1 ||
+	{ cat "$tmp/dist.log" >&2; die "make distdir failed"; }
+[ -d "$src/debian" ] || die "the release tree has no debian/ directory"
+# Written under another name, then renamed: a cut file never has the
+# tarball's name.
+(cd "$tmp" && tar --sort=name --owner=0 --group=0 --numeric-owner \
+	-cf - "libpidlock-$version" | xz -T0 -c >"$orig.part") ||
+	die "cannot make $orig"
+mv "$tmp/$orig.part" "$tmp/$orig"
 
 # Every debian/ file under version control must be in the tarball
 # (PKG_DEBIAN_FILES in ci/Makemodule.am).
@@ -89,7 +98,7 @@ cd "$src"
 
 debversion=$(dpkg-parsechangelog -S Version)
 [ "${debversion%-*}" = "$version" ] ||
-	die "debian/changelog is at $debversion but the tarball is $version: add a changelog entry"
+	die "debian/changelog is at $debversion but the tree is $version: add a changelog entry"
 
 # Without the command in the tree there is no pidlock package to build.
 profiles=
@@ -105,9 +114,9 @@ if [ $build_only = 0 ]; then
 	export DEB_BUILD_OPTIONS
 	testlog=$tmp/check.log
 fi
-step "dpkg-buildpackage -us -uc -b -Jauto${profiles:+ -P$profiles} (log: build.log)"
+step "dpkg-buildpackage -us -uc -Jauto${profiles:+ -P$profiles} (log: build.log)"
 start=$(date +%s)
-if ! dpkg-buildpackage -us -uc -b -Jauto ${profiles:+-P"$profiles"} >"$tmp/build.log" 2>&1; then
+if ! dpkg-buildpackage -us -uc -Jauto ${profiles:+-P"$profiles"} >"$tmp/build.log" 2>&1; then
 	tail -n 80 "$tmp/build.log" >&2
 	die "dpkg-buildpackage failed"
 fi
@@ -187,9 +196,18 @@ done
 pydir=/usr/lib/python3/dist-packages/pidlock
 has python3-pidlock "$pydir/__init__\\.py" "$pydir/_lib\\.py" "$pydir/py\\.typed"
 lacks python3-pidlock ".*\\.pyc" ".*\\.so.*" "/usr/lib/python3\\.[0-9]+/.*"
+# Each package carries the guides of its interface: the command's own and
+# the flock(1) migration, the module's and the filelock migration, with
+# the fenced resource of doc/fencing.md (dh_compress may gzip them).
+docs=/usr/share/doc
+has python3-pidlock "$docs/python3-pidlock/python\\.md(\\.gz)?" \
+	"$docs/python3-pidlock/migrate-filelock\\.md(\\.gz)?" \
+	"$docs/python3-pidlock/examples/fenced_store\\.py"
 if [ -z "$profiles" ]; then
 	has pidlock /usr/bin/pidlock /usr/share/man/man1/pidlock\\.1\\.gz \
-		/usr/share/bash-completion/completions/pidlock
+		/usr/share/bash-completion/completions/pidlock \
+		"$docs/pidlock/cli\\.md(\\.gz)?" \
+		"$docs/pidlock/migrate-flock\\.md(\\.gz)?"
 fi
 step "package contents are as expected"
 if [ -n "${OUTDIR:-}" ]; then
