@@ -918,24 +918,24 @@ static Suite *content_suite(void)
 	TCase *tc;
 
 	tc = tu_tcase(s, "table", setup, teardown, 0);
-	tcase_add_loop_test(tc, test_table, 0, NCASES);
-	tcase_add_loop_test(tc, test_table_kernel_locked, 0, NCASES);
+	tu_add_loop_test(tc, test_table, 0, NCASES);
+	tu_add_loop_test(tc, test_table_kernel_locked, 0, NCASES);
 
 	tc = tu_tcase(s, "size", setup, teardown, 30);
-	tcase_add_test(tc, test_huge_stale);
-	tcase_add_test(tc, test_huge_zeros);
-	tcase_add_test(tc, test_huge_held);
-	tcase_add_loop_test(tc, test_big_tag, 0, (int)(sizeof(big_tag_cases) /
+	tu_add_test(tc, test_huge_stale);
+	tu_add_test(tc, test_huge_zeros);
+	tu_add_test(tc, test_huge_held);
+	tu_add_loop_test(tc, test_big_tag, 0, (int)(sizeof(big_tag_cases) /
 					     sizeof(big_tag_cases[0])));
-	tcase_add_test(tc, test_timestamp_cut_by_bound);
-	tcase_add_test(tc, test_pid_cut_by_bound);
+	tu_add_test(tc, test_timestamp_cut_by_bound);
+	tu_add_test(tc, test_pid_cut_by_bound);
 
 	/* Only the mtime case wants a tmpfs. */
 	tc = tu_tcase(s, "misc", setup, teardown, 30);
 	tcase_add_unchecked_fixture(tc, setup_shm, teardown_shm);
-	tcase_add_test(tc, test_hostile_mtime);
-	tcase_add_test(tc, test_set_tag_hostile);
-	tcase_add_test(tc, test_parse_lengths);
+	tu_add_test(tc, test_hostile_mtime);
+	tu_add_test(tc, test_set_tag_hostile);
+	tu_add_test(tc, test_parse_lengths);
 	return s;
 }
 

@@ -282,9 +282,9 @@ int main(void)
 	TCase *tc = tcase_create("errors");
 
 	tcase_add_checked_fixture(tc, NULL, tu_cleanup);
-	tcase_add_test(tc, filter_table_is_pidlock3);
-	tcase_add_test(tc, pages_name_only_listed_codes);
-	tcase_add_loop_test(tc, system_errno_filtered, 0,
+	tu_add_test(tc, filter_table_is_pidlock3);
+	tu_add_test(tc, pages_name_only_listed_codes);
+	tu_add_loop_test(tc, system_errno_filtered, 0,
 			    (int)(sizeof(cases) / sizeof(cases[0])));
 	suite_add_tcase(s, tc);
 	tu_run_suite(s);

@@ -1202,49 +1202,49 @@ static Suite *hostile_suite(void)
 	TCase *tc;
 
 	tc = tu_tcase(s, "paths", setup, teardown, 0);
-	tcase_add_test(tc, test_empty_and_null);
-	tcase_add_test(tc, test_trailing_slash);
-	tcase_add_test(tc, test_long_names);
-	tcase_add_test(tc, test_missing_parent);
-	tcase_add_test(tc, test_parent_not_dir);
+	tu_add_test(tc, test_empty_and_null);
+	tu_add_test(tc, test_trailing_slash);
+	tu_add_test(tc, test_long_names);
+	tu_add_test(tc, test_missing_parent);
+	tu_add_test(tc, test_parent_not_dir);
 
 	tc = tu_tcase(s, "links", setup, teardown, 0);
-	tcase_add_test(tc, test_symlink_to_record);
-	tcase_add_test(tc, test_symlink_to_outside_file);
-	tcase_add_test(tc, test_symlink_dangling);
-	tcase_add_test(tc, test_symlink_to_dir);
-	tcase_add_test(tc, test_symlink_to_dev_null);
-	tcase_add_test(tc, test_symlink_chain_and_loop);
-	tcase_add_test(tc, test_symlink_parent_followed);
-	tcase_add_test(tc, test_hard_link_plain_file);
-	tcase_add_test(tc, test_hard_link_record);
-	tcase_add_loop_test(tc, test_hard_link_own_temp_repaired, 0, 2);
+	tu_add_test(tc, test_symlink_to_record);
+	tu_add_test(tc, test_symlink_to_outside_file);
+	tu_add_test(tc, test_symlink_dangling);
+	tu_add_test(tc, test_symlink_to_dir);
+	tu_add_test(tc, test_symlink_to_dev_null);
+	tu_add_test(tc, test_symlink_chain_and_loop);
+	tu_add_test(tc, test_symlink_parent_followed);
+	tu_add_test(tc, test_hard_link_plain_file);
+	tu_add_test(tc, test_hard_link_record);
+	tu_add_loop_test(tc, test_hard_link_own_temp_repaired, 0, 2);
 
 	tc = tu_tcase(s, "types", setup, teardown, 30);
-	tcase_add_test(tc, test_fifo);
-	tcase_add_test(tc, test_socket);
-	tcase_add_test(tc, test_directory);
-	tcase_add_test(tc, test_devices);
+	tu_add_test(tc, test_fifo);
+	tu_add_test(tc, test_socket);
+	tu_add_test(tc, test_directory);
+	tu_add_test(tc, test_devices);
 
 	tc = tu_tcase(s, "permissions", setup, teardown, 0);
 	tcase_set_tags(tc, "unprivileged");
-	tcase_add_loop_test(tc, test_permission, 0, (int)(sizeof(perm_cases) /
+	tu_add_loop_test(tc, test_permission, 0, (int)(sizeof(perm_cases) /
 						  sizeof(perm_cases[0])));
-	tcase_add_test(tc, test_read_only_dir_with_record);
-	tcase_add_test(tc, test_world_writable_no_sticky);
-	tcase_add_test(tc, test_foreign_owner_sticky);
-	tcase_add_test(tc, test_other_users_file_busy_then_taken);
-	tcase_add_test(tc, test_foreign_owner_private_dir);
+	tu_add_test(tc, test_read_only_dir_with_record);
+	tu_add_test(tc, test_world_writable_no_sticky);
+	tu_add_test(tc, test_foreign_owner_sticky);
+	tu_add_test(tc, test_other_users_file_busy_then_taken);
+	tu_add_test(tc, test_foreign_owner_private_dir);
 
 	tc = tu_tcase(s, "users", setup, teardown, 0);
-	tcase_add_test(tc, test_reader_blocks_leftover);
-	tcase_add_test(tc, test_defence_mode_and_dir);
-	tcase_add_test(tc, test_dir_writer_replaces_file);
+	tu_add_test(tc, test_reader_blocks_leftover);
+	tu_add_test(tc, test_defence_mode_and_dir);
+	tu_add_test(tc, test_dir_writer_replaces_file);
 
 	tc = tu_tcase(s, "filesystems", setup, teardown, 30);
-	tcase_add_test(tc, test_read_only_fs);
-	tcase_add_test(tc, test_full_fs_blocks);
-	tcase_add_test(tc, test_full_fs_inodes);
+	tu_add_test(tc, test_read_only_fs);
+	tu_add_test(tc, test_full_fs_blocks);
+	tu_add_test(tc, test_full_fs_inodes);
 	return s;
 }
 

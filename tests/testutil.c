@@ -620,6 +620,32 @@ static void warm_library(void)
 			library_ifd = fd;
 }
 
+/* Is the test `name` among TU_TESTS (space-separated), or is that unset? */
+static bool selected(const char *name)
+{
+	const char *list = getenv("TU_TESTS");
+	size_t len = strlen(name);
+
+	if (!list || !list[strspn(list, " ")])
+		return true;
+	for (const char *p = list; (p = strstr(p, name)); p += len)
+		if ((p == list || p[-1] == ' ') && (p[len] == ' ' || !p[len]))
+			return true;
+	return false;
+}
+
+void tu_add_test(TCase *tc, const TTest *test)
+{
+	if (selected(test->name))
+		tcase_add_test(tc, test);
+}
+
+void tu_add_loop_test(TCase *tc, const TTest *test, int start, int end)
+{
+	if (selected(test->name))
+		tcase_add_loop_test(tc, test, start, end);
+}
+
 bool tu_cold_library;
 
 void tu_run_suite(Suite *s)
@@ -652,7 +678,7 @@ void tu_run_cases(const char *suite, const char *tcase, int timeout,
 	if (timeout)
 		tcase_set_timeout(tc, timeout);
 	for (; cases->test; cases++)
-		tcase_add_loop_test(tc, cases->test, 0, cases->runs);
+		tu_add_loop_test(tc, cases->test, 0, cases->runs);
 	suite_add_tcase(s, tc);
 	tu_run_suite(s);
 }

@@ -229,6 +229,15 @@ void tu_run_suite(Suite *s) __attribute__((noreturn));
 
 /* One row of a suite's table: a test, and how many times it runs: 1, or
  * one run per case (_i from 0) where its body is a table of cases. */
+/*
+ * Every test is added through these: with TU_TESTS="name1 name2" in the
+ * environment only the tests of those names are (the mutation gate's
+ * run of a mutation's guards, tests/mutations/run.sh); unset or empty,
+ * every test is.
+ */
+void tu_add_test(TCase *tc, const TTest *test);
+void tu_add_loop_test(TCase *tc, const TTest *test, int start, int end);
+
 struct tu_case {
 	const TTest *test;
 	int runs;

@@ -802,34 +802,34 @@ static Suite *daemon_suite(void)
 	TCase *pidfile = tu_tcase(s, "pidfile", setup, teardown, 30);
 	TCase *refresher = tu_tcase(s, "refresher", setup, teardown, 30);
 
-	tcase_add_test(open, open_writes_classic_record);
-	tcase_add_test(open, open_mode);
-	tcase_add_test(open, open_bad_args);
-	tcase_add_test(open, open_busy_reports_holder);
-	tcase_add_test(open, open_busy_other_pidns_holder_unknown);
-	tcase_add_test(open, open_takes_over_leftover);
-	tcase_add_test(open, open_via_symlinked_dir);
-	tcase_add_test(open, open_default_path);
+	tu_add_test(open, open_writes_classic_record);
+	tu_add_test(open, open_mode);
+	tu_add_test(open, open_bad_args);
+	tu_add_test(open, open_busy_reports_holder);
+	tu_add_test(open, open_busy_other_pidns_holder_unknown);
+	tu_add_test(open, open_takes_over_leftover);
+	tu_add_test(open, open_via_symlinked_dir);
+	tu_add_test(open, open_default_path);
 #ifdef HAVE_LIBBSD
-	tcase_add_test(open, open_busy_libbsd_holder);
+	tu_add_test(open, open_busy_libbsd_holder);
 #endif
-	tcase_add_loop_test(rebind, rebind_handover, PARENT_CLOSE,
+	tu_add_loop_test(rebind, rebind_handover, PARENT_CLOSE,
 			    PARENT_CLOSE_EARLY + 1);
-	tcase_add_test(rebind, rebind_after_parent_release);
-	tcase_add_test(rebind, rebind_bad_args);
-	tcase_add_test(pidfile, pidfile_null);
-	tcase_add_test(pidfile, pidfile_busy);
-	tcase_add_test(pidfile, pidfile_modes);
-	tcase_add_test(pidfile, pidfile_default_path);
-	tcase_add_loop_test(pidfile, pidfile_fork_write, 0, 2);
-	tcase_add_test(pidfile, pidfile_fileno_locks);
-	tcase_add_loop_test(pidfile, pidfile_lost, 0, 2);
-	tcase_add_test(pidfile, pidfile_after_kill);
-	tcase_add_test(refresher, refresher_bad_args);
-	tcase_add_test(refresher, refresher_keeps_fresh);
-	tcase_add_test(refresher, refresher_blocks_signals);
-	tcase_add_test(refresher, refresher_lost_lock);
-	tcase_add_test(refresher, refresher_across_fork);
+	tu_add_test(rebind, rebind_after_parent_release);
+	tu_add_test(rebind, rebind_bad_args);
+	tu_add_test(pidfile, pidfile_null);
+	tu_add_test(pidfile, pidfile_busy);
+	tu_add_test(pidfile, pidfile_modes);
+	tu_add_test(pidfile, pidfile_default_path);
+	tu_add_loop_test(pidfile, pidfile_fork_write, 0, 2);
+	tu_add_test(pidfile, pidfile_fileno_locks);
+	tu_add_loop_test(pidfile, pidfile_lost, 0, 2);
+	tu_add_test(pidfile, pidfile_after_kill);
+	tu_add_test(refresher, refresher_bad_args);
+	tu_add_test(refresher, refresher_keeps_fresh);
+	tu_add_test(refresher, refresher_blocks_signals);
+	tu_add_test(refresher, refresher_lost_lock);
+	tu_add_test(refresher, refresher_across_fork);
 	return s;
 }
 

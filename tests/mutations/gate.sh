@@ -6,7 +6,9 @@
 #
 # Why it may run fewer tests than run.sh alone and still prove the same:
 #  - each mutation runs only the programs that its expect: line names
-#    (MUTATION_TESTS=expect); one that they do not catch by its guard is
+#    (MUTATION_TESTS=expect), and of those only the tests it names
+#    (MUTATION_CHECK_K, MUTATION_PYTEST_K); one that they do not catch
+#    by its guard is
 #    run against the whole `make check` before it is called MISSED or
 #    caught-elsewhere (run.sh MUTATION_ESCALATE), so a short list never
 #    makes a survivor;
@@ -131,6 +133,7 @@ while [ "$w" -lt "$njobs" ]; do
 		MUTATION_RESULTS=$work/w$w.results KEEP_MUTATION_DIR=1 \
 		MUTATION_BARRIER=$work/barrier MUTATION_WORKERS=$njobs \
 		MUTATION_ESCALATE=1 MUTATION_CONFIRM=1 MUTATION_PYTEST_K=1 \
+		MUTATION_CHECK_K=1 \
 		MUTATION_EXCLUDE="_check-under-load/ ${MUTATION_EXCLUDE:-}" \
 		MUTATION_DEADLINE='' \
 		MUTATION_TIMEOUT=${MUTATION_TIMEOUT:-1200} \

@@ -62,6 +62,13 @@
 #                     expect: line names (pytest -k), and a confirmation
 #                     only the catching one: the whole suite takes minutes
 #                     (the baseline and MUTATION_ESCALATE's run it whole)
+#   MUTATION_CHECK_K  1: with MUTATION_TESTS=expect, each Check program of
+#                     a mutation runs only the tests that its expect: line
+#                     names (TU_TESTS, tests/testutil.h), and a
+#                     confirmation only the catching one; not where the
+#                     line names a whole program (test-lease, a tests/
+#                     script that runs one), and never in the baseline or
+#                     MUTATION_ESCALATE's run
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -171,12 +178,29 @@ build() {
 }
 
 run_tests() {
-	# MUTATION_PYTEST_K: $pyk, the -k expression of this run, if any.
+	# MUTATION_PYTEST_K: $pyk, the -k expression of this run, if any;
+	# MUTATION_CHECK_K: $tuk, the Check tests of this run, if any.
 	if [ -n "${pyk:-}" ]; then
-		PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -k '$pyk'" run_tests_ "$@"
+		PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -k '$pyk'" TU_TESTS="${tuk:-}" \
+			run_tests_ "$@"
 	else
-		run_tests_ "$@"
+		TU_TESTS="${tuk:-}" run_tests_ "$@"
 	fi
+}
+
+# MUTATION_CHECK_K: the Check test names of an expect: line, or nothing
+# where it names a whole program (a Check program, "*", a tests/test-*.sh
+# that runs one); a pidlock(1) or Python script is run whole either way.
+check_names() {
+	echo "$1" | awk '{
+		for (i = 1; i <= NF; i++) {
+			t = $i
+			if (t ~ /^[A-Za-z_][A-Za-z0-9_]*$/)
+				names = names t " "
+			else if (t !~ /\.sh$/ || t ~ /(^|\/)test-[^\/]*\.sh$/)
+				whole = 1
+		}
+	} END { if (!whole) print names }'
 }
 run_tests_() {
 	if [ "$2" = all ]; then
@@ -257,7 +281,7 @@ clean_results() { find tests -name '*.trs' -o -name '*.log' | \
 
 # baseline LOG LIST: LIST runs unmutated, and must pass.
 baseline() {
-	pyk=''	# the baseline runs whole programs
+	pyk='' tuk=''	# the baseline runs whole programs
 	echo "check-mutations: baseline run of: $2"
 	t_base=$(date +%s)
 	clean_results
@@ -371,7 +395,9 @@ for id in $ids; do
 		continue
 	fi
 	t0=$(date +%s)
-	catcher='' how=expect pyk=''
+	catcher='' how=expect pyk='' tuk=''
+	[ "${MUTATION_CHECK_K:-0}" != 1 ] || [ "$tests" != expect ] ||
+		tuk=$(check_names "$expect")
 	# pytest's -k takes substrings: "test_x" runs test_x_more too, a
 	# harmless surplus.
 	[ "${MUTATION_PYTEST_K:-0}" != 1 ] || [ "$tests" != expect ] ||
@@ -399,7 +425,7 @@ for id in $ids; do
 		# mutated tree), catch nothing here.
 		if [ "${MUTATION_ESCALATE:-0}" = 1 ] && [ "$status" != caught ] &&
 		    [ "$mtests" != all ]; then
-			how=all pyk=''
+			how=all pyk='' tuk=''
 			echo "check-mutations: $id: $status with its tests; the whole suite"
 			if build all >>"$work/build-$id.log" 2>&1; then
 				clean_results
@@ -418,9 +444,12 @@ for id in $ids; do
 		# chance (load, a timeout) would pass a mutation that nothing
 		# guards.  The same test must fail again, its program alone.
 		if [ "${MUTATION_CONFIRM:-0}" = 1 ] && [ "$status" = caught ]; then
+			tuk=''
 			case $catcher in
 			python/run.sh:*) [ "${MUTATION_PYTEST_K:-0}" != 1 ] ||
 				pyk=${catcher#*:} ;;
+			*:*) [ "${MUTATION_CHECK_K:-0}" != 1 ] ||
+				tuk=${catcher#*:} ;;
 			esac
 			clean_results
 			run_tests "$work/confirm-$id.log" "tests/${catcher%%:*}"
