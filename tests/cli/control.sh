@@ -91,11 +91,14 @@ status_is x.lock 0 || fail "--stop exited 0, the lock is not free"
 pass "free after --stop"
 wait "$LAST" 2>/dev/null
 
-# A lone timeout: TERM/T/KILL/T.
+# A lone timeout: TERM/T/KILL/T.  The lock is held before the shell has
+# run its trap: wait for the sleep it execs, which ignores TERM (a TERM
+# sent sooner killed the shell, on a busy machine).
 "$PIDLOCK" -F x.lock sh -c 'trap "" TERM; exec sleep 300' &
 pl=$!
 track "$pl"
 wait_until held x.lock
+wait_until grep -qx sleep "/proc/$pl/comm"
 expect 0 "--stop --retry 1 escalates to KILL" -- "$PIDLOCK" --stop --retry 1 x.lock
 wait "$pl"
 rc=$?
