@@ -607,14 +607,27 @@ static void warm_library(void)
 		exit(99);
 	}
 	snprintf(path, sizeof(path), "%s/w", wdir);
-	if (inotify_fds(before) < 0 ||
-	    pidlock_new(&l, path, PIDLOCK_KEEP_IF_USED) < 0 ||
-	    pidlock_acquire(l, 0) < 0 || pidlock_release(l) < 0 ||
-	    rmdir(wdir) < 0 || inotify_fds(after) < 0) {
+	if (inotify_fds(before) < 0 || pidlock_new(&l, path,
+						   PIDLOCK_KEEP_IF_USED) < 0) {
 		fprintf(stderr, "warming the library up in %s failed\n", wdir);
 		exit(99);
 	}
+	/* A library that cannot take a lock (a mutant of the gate's, whose
+	 * flock no longer excludes) is for the tests to show, each by its
+	 * name: the suite runs cold then. */
+	if (pidlock_acquire(l, 0) < 0 || pidlock_release(l) < 0) {
+		fprintf(stderr, "warming the library up: no lock taken in %s; "
+			"the tests run with a cold library\n", wdir);
+		pidlock_free(l);
+		(void)unlink(path);
+		(void)rmdir(wdir);
+		return;
+	}
 	pidlock_free(l);
+	if (rmdir(wdir) < 0 || inotify_fds(after) < 0) {
+		fprintf(stderr, "warming the library up in %s failed\n", wdir);
+		exit(99);
+	}
 	for (int fd = 0; fd < 1024 && library_ifd < 0; fd++)
 		if ((after[fd / 8] & ~before[fd / 8]) & (1U << (fd % 8)))
 			library_ifd = fd;
