@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # make check-mutations-sample: CI's share of make check-mutations, in
-# about ten minutes on two cores (the whole table takes two hours).
+# about ten minutes on two cores (the whole table: most of an hour).
 #
 # It runs, through run.sh (MUTATION_TESTS=expect: each mutation rebuilds
 # the library and runs only the programs that its expect: line names):
