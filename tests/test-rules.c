@@ -1602,7 +1602,6 @@ TU_LOCK_TEST(holder_fd_shows_path, 0)
 {
 	char link[64], target[PATH_MAX], real[PATH_MAX], cmd[PATH_MAX + 64];
 	ssize_t n;
-	FILE *f;
 
 	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 	ck_assert_ptr_nonnull(realpath(p, real));
@@ -1620,7 +1619,8 @@ TU_LOCK_TEST(holder_fd_shows_path, 0)
 		 (long)getpid());
 	target[0] = '\0';
 	for (int i = 0; i < 5 && target[0] != '/'; i++) {
-		f = popen(cmd, "r");
+		FILE *f = popen(cmd, "r");
+
 		ck_assert_ptr_nonnull(f);
 		if (!fgets(target, sizeof(target), f))
 			target[0] = '\0';
