@@ -21,9 +21,12 @@
 
 #include "testutil.h"
 
-/* CPU a waiter may burn in a SPIN_WAIT_MS wait, whatever inotify does
- * (the bound of the single-lock no_spin tests in test-rules.c). */
-#define CPU_BOUND_MS 100
+/* CPU a waiter may burn in a SPIN_WAIT_MS wait, whatever inotify does.
+ * Four waiters poll three slots (each poll some 50 system calls, FUSE's
+ * through its daemon): on bindfs under load one took 112 ms.  A spin
+ * burns the whole wait, shared among the four: 750 ms each even with a
+ * quarter of each core. */
+#define CPU_BOUND_MS 250
 #define SPIN_WAIT_MS 3000
 /* The waiters' retry interval there: 60 polls in the wait.  A poll
  * looks at every slot, some 50 system calls: 0.35 ms on tmpfs, twice
@@ -440,7 +443,8 @@ static long spin_round(void)
  * then, which the other waiters' watches see.  Measured with the lock
  * list short (lock_rows()), before and after: another suite's list,
  * which lasts longer than a wait, would be there at one end or the
- * other.  A wait over the bound with a long list is measured again once.
+ * other.  A wait over the bound is measured again, once: a spin is over
+ * it every time, a stall of a loaded machine not.
  */
 START_TEST(no_spin_waiting_for_slots)
 {
@@ -460,12 +464,13 @@ START_TEST(no_spin_waiting_for_slots)
 		rows = after > rows ? after : rows;
 		if (worst < CPU_BOUND_MS)
 			break;
-		ck_assert_msg(rows > QUIET_ROWS && try < SPIN_TRIES,
+		ck_assert_msg(try < SPIN_TRIES,
 			      "a wait burnt %ld ms of CPU (bound %d ms), with "
 			      "%d rows in /proc/locks", worst, CPU_BOUND_MS,
 			      rows);
 		fprintf(stderr, "%ld ms of CPU with %d rows in /proc/locks "
-			"(others' locks): measured again\n", worst, rows);
+			"(others' locks), over the bound: measured again\n",
+			worst, rows);
 	}
 	let_go(&c);
 	tu_tell(&f, '\n');

@@ -208,60 +208,50 @@ want climix && part climix with_rc climix
 want specrace && part specrace with_rc "$LEASE" spec-race \
 	"$A/specrace/s.lock" "$B/specrace/s.lock" "$ROUNDS" 2000
 
-# --- spin: the bound on a wait that keeps finding the file gone ----------
+# --- spin: a wait that keeps finding the file gone ----------------------
 # A holder on a is killed, a waiter on b takes its file over and
 # releases it (dlock killholder, one round); then a takes the same path
-# again (dlock handoff, one round).  a's client answers from its cached
-# lookup for about 0.5 s: the name "exists" to a create, and is gone at
-# each open.  Without acquire.c's again_pause() each try made, wrote,
-# synced and removed a temp file.  Local contention must not pause
-# (issue 30: a waiter that locked a file and found it released is no
-# spin), and that fix must not lose the pause: SPIN_ROUNDS rounds stay
-# under SPIN_SYNCS fdatasync(2) and SPIN_CPU_MS of CPU.  Counted by perf
-# stat where it can, else by strace -c (CPU then from times, strace's
-# own included).
-SPIN_ROUNDS=5 SPIN_SYNCS=160 SPIN_CPU_MS=250
-# The rounds, as one command that perf or strace can follow: sh -c
-# SPIN_SH sh ROUNDS DLOCK PATH-ON-A PATH-ON-B.
+# again (dlock handoff, one round).  a's client may answer from its
+# cached lookup for a while: the name "exists" to a create, and is gone
+# at each open; each round must still end with the lock.  Whether the
+# wait pauses between such tries (acquire.c, again_pause()) is proven by
+# tests/fault/test-fault's gone_at_each_open_pauses, which counts the
+# tries against the shim's refused opens: here the cached window is
+# too rare and short to tell a spin from load (SPIN_ROUNDS rounds took
+# 76 to 626 ms of CPU unmutated, 399 to 710 ms with again_pause() never
+# pausing), so the part prints its CPU time as a figure, not a bound.
+# Counted by perf stat where it can, else by the shell's times.
+SPIN_ROUNDS=5
+# The rounds, as one command that perf can follow: sh -c SPIN_SH sh
+# ROUNDS DLOCK PATH-ON-A PATH-ON-B.
 SPIN_SH='i=0
 while [ "$i" -lt "$1" ]; do
 	"$2" killholder "$3" "$4" 1 >/dev/null || exit 1
 	"$2" handoff "$3" "$4" 1 >/dev/null || exit 1
 	i=$((i + 1))
 done'
-spin_count() {	# out: run the rounds, write "syncs cpu_ms" to out
+spin_count() {	# out: run the rounds, write "cpu_ms" to out
 	s="$WORK/spin"
-	if perf stat -x, -o "$s.perf" -e syscalls:sys_enter_fdatasync \
-		-e task-clock true 2>/dev/null; then
-		perf stat -x, -o "$s.perf" -e syscalls:sys_enter_fdatasync \
-			-e task-clock sh -c "$SPIN_SH" sh "$SPIN_ROUNDS" \
-			"$DLOCK" "$A/spin/s.lock" "$B/spin/s.lock" || return 1
-		awk -F, '$3 ~ /fdatasync/ { n = $1 }
-			 $3 == "task-clock" { ms = $1 }
-			 END { printf "%d %d\n", n, ms }' "$s.perf" >"$1"
+	if perf stat -x, -o "$s.perf" -e task-clock true 2>/dev/null; then
+		perf stat -x, -o "$s.perf" -e task-clock sh -c "$SPIN_SH" sh \
+			"$SPIN_ROUNDS" "$DLOCK" "$A/spin/s.lock" \
+			"$B/spin/s.lock" || return 1
+		awk -F, '$3 == "task-clock" { ms = $1 }
+			 END { printf "%d\n", ms }' "$s.perf" >"$1"
 		return 0
 	fi
-	command -v strace >/dev/null || return 2
-	( strace -f --seccomp-bpf -c -qq -e trace=fdatasync -o "$s.strace" \
-		sh -c "$SPIN_SH" \
-		sh "$SPIN_ROUNDS" "$DLOCK" "$A/spin/s.lock" "$B/spin/s.lock" ||
-		exit 1
+	( sh -c "$SPIN_SH" sh "$SPIN_ROUNDS" "$DLOCK" "$A/spin/s.lock" \
+		"$B/spin/s.lock" || exit 1
 	  times ) >"$s.out" || return 1
-	n=$(awk '$NF == "fdatasync" { print $4 }' "$s.strace")
 	tail -1 "$s.out" | tr 'ms' '  ' |
-		awk -v n="${n:-0}" '{ printf "%d %d\n", n,
-			($1 * 60 + $2 + $3 * 60 + $4) * 1000 }' >"$1"
+		awk '{ printf "%d\n", ($1 * 60 + $2 + $3 * 60 + $4) * 1000 }' \
+		>"$1"
 }
 spin() {
 	mkdir -p "$A/spin" || return 1
-	spin_count "$WORK/spin.fig"
-	rc=$?
-	[ "$rc" -eq 2 ] && { echo "spin: skipped (no perf, no strace)"; return 0; }
-	[ "$rc" -eq 0 ] || { echo "spin: a round failed"; return 1; }
-	read -r syncs ms <"$WORK/spin.fig"
-	echo "spin: $SPIN_ROUNDS rounds: $syncs fdatasync, $ms ms CPU" \
-		"(bounds $SPIN_SYNCS, $SPIN_CPU_MS ms)"
-	[ "$syncs" -le "$SPIN_SYNCS" ] && [ "$ms" -le "$SPIN_CPU_MS" ]
+	spin_count "$WORK/spin.fig" || { echo "spin: a round failed"; return 1; }
+	read -r ms <"$WORK/spin.fig"
+	echo "spin: $SPIN_ROUNDS rounds, each ending with the lock: $ms ms CPU"
 }
 want spin && part spin with_rc spin
 

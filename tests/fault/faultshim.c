@@ -67,6 +67,8 @@ static struct {
 	fault_fd_hook closing;	/* once, before close(closing_fd) */
 	fault_fd_hook shortened;	/* once, after a shortened write */
 	size_t short_len;	/* what a shortened write writes; 0: half */
+	char gone[4096];	/* fault_gone_path(): opens of it say ENOENT */
+	int gone_opens;		/* ... and how many did */
 	int closing_fd;
 	char path[4096];	/* path argument of the failed call, if any */
 	bool open_hooked;	/* FAULT_BEFORE_PIDFD_OPEN has run */
@@ -338,6 +340,11 @@ static bool needs_mode(int flags)
  * O_TMPFILE; false lets the real call go ahead. */
 static bool open_fails(const char *path, int flags, enum fault_fn fn)
 {
+	if (st.gone[0] && !(flags & O_CREAT) && strcmp(path, st.gone) == 0) {
+		st.gone_opens++;
+		errno = ENOENT;
+		return true;
+	}
 	if (inject(fn, NULL)) {
 		note_path(path);
 		return true;
@@ -414,6 +421,22 @@ EXPORT int __openat_2(int dfd, const char *path, int flags)
 	return openat(dfd, path, flags);
 }
 #endif
+
+EXPORT void fault_gone_path(const char *path)
+{
+	size_t n = path ? strlen(path) : 0;
+
+	if (n >= sizeof(st.gone))
+		n = 0;
+	memcpy(st.gone, path ? path : "", n);
+	st.gone[n] = '\0';
+	st.gone_opens = 0;
+}
+
+EXPORT int fault_gone_opens(void)
+{
+	return st.gone_opens;
+}
 
 EXPORT void fault_after_short(fault_fd_hook fn)
 {

@@ -57,6 +57,12 @@ void fault_before_close(int fd, fault_fd_hook fn);
 void fault_after_short(fault_fd_hook fn);
 /* A shortened write writes len bytes (0, the default: half of it). */
 void fault_short_len(size_t len);
+/* Every open of path that does not create fails with ENOENT, while its
+ * name stays in the directory: a shared file system's client answering
+ * from a lookup it cached before another client replaced the file.
+ * NULL disarms; fault_gone_opens() counts the opens refused since. */
+void fault_gone_path(const char *path);
+int fault_gone_opens(void);
 
 /* Of the readings of /proc/locks from now on (an open that is read,
  * to its close), the first `skip` are whole and the next `readings`

@@ -1319,6 +1319,46 @@ START_TEST(timed_acquire_rides_out_outage)
 }
 END_TEST
 
+/*
+ * Rule "waits never spin", for a name that keeps naming a gone file: a
+ * shared file system's client may answer from a lookup it cached before
+ * another client replaced the file (GlusterFS: some 0.5 s), so each try
+ * finds the name taken by its create and no file at its open.  After a
+ * few such tries in a row a wait pauses between them, 1 ms doubling
+ * (lib/acquire.c, again_pause()).  Counted, not timed: the opens that a
+ * 600 ms wait makes, some 15; without the pause each try follows the
+ * last at once, thousands of them in that time even on a loaded machine.
+ */
+#define GONE_WAIT_MS 600
+#define GONE_OPENS_MAX 40
+
+START_TEST(gone_at_each_open_pauses)
+{
+	char *p = tu_path("g.lock");
+	struct pidlock *l = tu_new(p, 0);
+	long took = tu_ms();
+	int r, opens;
+
+	tu_write(p, "");
+	fault_gone_path(p);
+	r = pidlock_acquire(l, GONE_WAIT_MS);
+	opens = fault_gone_opens();
+	fault_gone_path(NULL);
+	took = tu_ms() - took;
+	fprintf(stderr, "gone at each open: %d opens in %ld ms (bound %d)\n",
+		opens, took, GONE_OPENS_MAX);
+	ck_assert_int_eq(r, -ETIMEDOUT);
+	/* The shim refused the opens: the tries did reach the path. */
+	ck_assert_int_gt(opens, 4);
+	ck_assert_int_le(opens, GONE_OPENS_MAX);
+	/* A try never sleeps: it gives up after a bounded count. */
+	fault_gone_path(p);
+	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
+	fault_gone_path(NULL);
+	pidlock_free(l);
+}
+END_TEST
+
 static Suite *fault_suite(void)
 {
 	Suite *s = suite_create("fault");
@@ -1346,6 +1386,7 @@ static Suite *fault_suite(void)
 	tu_add_test(tc, lease_counts_suspend);
 	tu_add_test(tc, token_clock_stepped_back);
 	tu_add_test(tc, timed_acquire_rides_out_outage);
+	tu_add_test(tc, gone_at_each_open_pauses);
 	return s;
 }
 
