@@ -228,6 +228,63 @@ def test_interrupt_at_each_step_of_async_turns(lockpath):
     assert n > 10
 
 
+# --- Lock.release(): an interrupt at every instruction ----------------------
+def test_interrupt_at_each_step_of_release(lockpath):
+    """An exception raised before each bytecode instruction of the body
+    of Lock.release()'s try in turn (where a signal handler's exception
+    lands, also before the C call, where no library call precedes it to
+    be interrupted after) still lets go before it goes on: the kernel
+    says free, the object says unheld, and the next acquire(timeout=0)
+    takes it.  (One that lands before the try, as the call begins, is
+    the caller's: the lock is held and the object says so.)"""
+    import inspect
+    from pidlock import _lock
+    code = _lock.Lock.release.__code__
+    lines, first = inspect.getsourcelines(_lock.Lock.release)
+    body = [first + i for i, text in enumerate(lines)
+            if text.strip() in ("try:", "except BaseException:")]
+    assert len(body) == 2, body
+    obj = pidlock.Lock(lockpath)
+    n = 0
+    while True:
+        n += 1
+        seen = [0]
+
+        def tracer(frame, event, arg):
+            if frame.f_code is not code:
+                return None
+            frame.f_trace_opcodes = True
+
+            def local(frame, event, arg):
+                # Some instructions have no line (None in 3.11).
+                line = frame.f_lineno
+                if event == "opcode" and line and body[0] < line < body[1]:
+                    seen[0] += 1
+                    if seen[0] == n:
+                        raise Interrupt()
+                return local
+            return local
+
+        obj.acquire(timeout=0)
+        raised = False
+        sys.settrace(tracer)
+        try:
+            obj.release()
+        except Interrupt:
+            raised = True
+        finally:
+            sys.settrace(None)
+        where = f"interrupted before instruction {n} of release()"
+        assert not obj.locked, where
+        assert kernel_free(lockpath), where
+        if not raised:
+            break
+    assert n > 10
+    obj.acquire(timeout=0)
+    obj.release()
+    obj.close()
+
+
 # --- random: real SIGINTs at random moments, in a real process -------------
 CHILD = textwrap.dedent("""
     import asyncio, faulthandler, signal, sys
