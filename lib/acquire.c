@@ -301,7 +301,9 @@ int acquire_loop(struct pidlock *lock, int timeout_ms, struct watch *w,
 	int64_t deadline = timeout_ms < 0 ? -1
 			 : timeout_ms == 0 ? 0 : io_now_ms() + timeout_ms;
 	int retries = 0, agains = 0, streak = 0, pauses = 0;
-	bool busy = *busyp;
+	/* A file our last release left at the path is likely there still:
+	 * looked at first, no temp file made for a publish that fails. */
+	bool busy = *busyp || lock->cache.left_file;
 
 	for (;;) {
 		int r, create_err = 0;

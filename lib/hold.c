@@ -25,7 +25,6 @@ void hold_clear(struct pidlock *lock)
 	lock->hold.lost = false;
 	lock->hold.token = 0;
 	lock->hold.reached_ms = 0;
-	lock->opens.ok = false;
+	opens_end(lock);
 	lock->opens.made = false;
-	lock->opens.took = false;
 }

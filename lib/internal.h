@@ -142,17 +142,15 @@ struct pidlock {
 		off_t size;
 		struct pidlock_info holder;
 	} seen;
-	/* Who else opened the file since this hold began (opens.c): the
-	 * entry is the handle's for its life in one process, the rest is
-	 * set as an acquire begins and as it opens or publishes. */
+	/* Who else opened the held inode since this hold began (opens.c):
+	 * its watch's entry, and the counts as they were then. */
 	struct {
 		int entry;	/* in opens.c's table, -1: none */
-		bool ok;	/* counted since the acquire began */
-		bool made;	/* our publish made the inode */
-		bool took;	/* counted from before our open of it */
-		unsigned int own;	/* our own opens of the name since */
+		bool ok;	/* counted since the hold began */
+		bool made;	/* counted from before our publish named it */
+		unsigned int own;	/* our own opens of it since */
 		unsigned int own_closes;	/* and closes */
-		uint64_t id, epoch, creations, opens, closes;	/* as then */
+		uint64_t id, epoch, events, opens, closes;	/* as then */
 	} opens;
 	/* What the directory and its file system were found to do: learned
 	 * once, kept for the handle's life. */
@@ -160,6 +158,7 @@ struct pidlock {
 		int link_mode;	/* how to publish a temp file, see create.c */
 		bool dir_checked;
 		bool swept;	/* leftover temp files swept once */
+		bool left_file;	/* our last release left the file at the path */
 		bool fs_checked;	/* the file system keeps the protocol */
 		struct {	/* its client may cache names (remote.c) */
 			bool known;
@@ -490,10 +489,11 @@ void inspect_fill_info(struct pidlock_info *info, enum pidlock_state state,
 /* opens.c */
 enum opens_answer { OPENS_NONE, OPENS_SOME, OPENS_UNKNOWN };
 void opens_begin(struct pidlock *lock);
-void opens_taken(struct pidlock *lock);
-void opens_made(struct pidlock *lock, unsigned int own);
+void opens_unpublished(struct pidlock *lock, int fd);
+void opens_taken(struct pidlock *lock, int fd);
 void opens_own(struct pidlock *lock);
-enum opens_answer opens_answer(struct pidlock *lock, nlink_t links);
+enum opens_answer opens_answer(struct pidlock *lock);
+void opens_end(struct pidlock *lock);
 void opens_free(struct pidlock *lock);
 
 /* wait.c */
