@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "pidlock.h"
 
 /* The build passes with-lock-ex's path; a compile without it (lint) has
  * none. */
@@ -45,7 +46,7 @@ __attribute__((noreturn)) static void usage(void)
 {
 	fprintf(stderr, "usage: bench [--quick] [--csv DIR] [-d DIR] "
 		"[-D DIR] [-b BATCHES] [-c CYCLES] [-r ROUNDS] [-s SECONDS] "
-		"[--no-lock pidlock|peer] "
+		"[--no-lock pidlock|peer] [--flags keep-if-used] "
 		"[cycle|handoff|throughput|herd]...\n");
 	exit(64);
 }
@@ -66,6 +67,7 @@ static void parse(int argc, char **argv, struct bench_opts *o)
 		{ "quick", no_argument, NULL, 'q' },
 		{ "csv", required_argument, NULL, 'C' },
 		{ "no-lock", required_argument, NULL, 'N' },
+		{ "flags", required_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
@@ -75,6 +77,11 @@ static void parse(int argc, char **argv, struct bench_opts *o)
 		case 'q': set_quick(o); break;
 		case 'C': o->csv_dir = optarg; break;
 		case 'N': o->no_lock = optarg; break;
+		case 'F':
+			if (strcmp(optarg, "keep-if-used") != 0)
+				usage();
+			o->flags |= PIDLOCK_KEEP_IF_USED;
+			break;
 		case 'd': o->dir = optarg; break;
 		case 'D': o->sync_dir = optarg; break;
 		case 'b': o->batches = atoi(optarg); break;

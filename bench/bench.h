@@ -19,6 +19,8 @@ struct bench_opts {
 	/* --no-lock ROW: "pidlock" or "peer" in the throughput part takes
 	 * no lock (the loss test's stand-in); NULL: every locker locks. */
 	const char *no_lock;
+	/* --flags keep-if-used: added to the contended parts' handles. */
+	unsigned int flags;
 };
 
 /* Set by a part whose failure must fail the run (a loss of pidlock's

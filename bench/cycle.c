@@ -222,10 +222,10 @@ static void print(const struct subject *s, int n, FILE *csv)
 static void synced(const struct bench_opts *o, const char *dir, FILE *csv)
 {
 	char dtmpl[4200], dpath[4300], fs[64];
-	struct subject s[4];
-	static double mean[4][BENCH_MAX_SAMPLES];
+	struct subject s[5];
+	static double mean[5][BENCH_MAX_SAMPLES];
 	int n = 0, batches = o->batches < 31 ? o->batches : 31;
-	struct pidlock *fast, *dflt, *slow;
+	struct pidlock *fast, *dflt, *kept, *slow;
 
 	snprintf(dtmpl, sizeof(dtmpl), "%s/pidlock-bench.XXXXXX", dir);
 	if (!mkdtemp(dtmpl)) {
@@ -235,15 +235,19 @@ static void synced(const struct bench_opts *o, const char *dir, FILE *csv)
 	snprintf(dpath, sizeof(dpath), "%s/bench.lock", dtmpl);
 	fast = new_lock(dpath, PIDLOCK_NO_SYNC);
 	dflt = new_lock(dpath, 0);
+	kept = new_lock(dpath, PIDLOCK_KEEP_IF_USED);
 	slow = new_lock(dpath, PIDLOCK_SYNC);
 	add(s, &n, "  bare flock cycle", "bare", cycle_bare_at, dpath);
 	add(s, &n, "  pidlock, PIDLOCK_NO_SYNC", "nosync", cycle_pidlock, fast);
 	add(s, &n, "  pidlock, default flags", "default", cycle_pidlock, dflt);
+	add(s, &n, "  pidlock, PIDLOCK_KEEP_IF_USED", "keep-if-used",
+	    cycle_pidlock, kept);
 	add(s, &n, "  pidlock, PIDLOCK_SYNC (fdatasync)", "fdatasync",
 	    cycle_pidlock, slow);
 	for (int i = 0; i < n; i++)
 		s[i].mean = mean[i];
-	s[0].cycles = s[1].cycles = s[2].cycles = o->cycles / 10 + 1;
+	s[0].cycles = s[1].cycles = s[2].cycles = s[3].cycles =
+		o->cycles / 10 + 1;
 	run_batches(s, n, batches, o->cycles / 100 + 1);
 	printf("  in %s (%s), %d batches, median of batch means:\n", dir,
 	       bench_fstype(dir, fs, sizeof(fs)), batches);
@@ -255,6 +259,7 @@ static void synced(const struct bench_opts *o, const char *dir, FILE *csv)
 	}
 	pidlock_free(fast);
 	pidlock_free(dflt);
+	pidlock_free(kept);
 	pidlock_free(slow);
 	if (rmdir(dtmpl) < 0)
 		bench_die(dtmpl, errno);

@@ -53,6 +53,9 @@ struct locker {
 	int fd;
 };
 
+/* --flags: the parts' options, for the lockers their processes make. */
+static unsigned int extra_flags;
+
 static void locker_init(struct locker *l, enum kind kind)
 {
 	int r;
@@ -62,7 +65,7 @@ static void locker_init(struct locker *l, enum kind kind)
 	l->lock = NULL;
 	if (kind != PIDLOCK_BLOCKED && kind != PIDLOCK_TIMED)
 		return;
-	r = pidlock_new(&l->lock, bench_path, PIDLOCK_NO_SYNC);
+	r = pidlock_new(&l->lock, bench_path, PIDLOCK_NO_SYNC | extra_flags);
 	if (r < 0)
 		bench_die("pidlock_new", -r);
 }
@@ -289,6 +292,7 @@ static void note_loss(struct tp_row *r, int procs, struct tp_point p)
 
 void bench_throughput(const struct bench_opts *o)
 {
+	extra_flags = o->flags;
 	static const int all[] = { 1, 2, 4, 8, 16, 64 }, quick[] = { 1, 4, 16 };
 	const int *procs = o->quick ? quick : all;
 	int np = o->quick ? 3 : 6;
@@ -433,6 +437,7 @@ static const struct {
 
 void bench_herd(const struct bench_opts *o)
 {
+	extra_flags = o->flags;
 	static const int all[] = { 1, 8, 64 }, quick[] = { 1, 8 };
 	const int *counts = o->quick ? quick : all;
 	int nc = o->quick ? 2 : 3;

@@ -189,9 +189,6 @@ static int prepare(struct pidlock *lock, int fd, pid_t pid, bool take_locks)
 		return -errno;
 	lock->hold.dev = st.st_dev;
 	lock->hold.ino = st.st_ino;
-	/* Counted from before anybody else can open it (opens.c). */
-	if (take_locks)
-		opens_unpublished(lock, fd);
 	return 0;
 }
 
@@ -208,12 +205,12 @@ static int create_named(struct pidlock *lock)
 	if (r == 0)
 		r = publish_rename(lock, tmp);
 	if (r < 0) {
-		opens_end(lock);
 		discard_tmp(tmp);
 		io_close_keep_errno(fd);
 		return r;
 	}
 	lock->hold.fd = fd;
+	opens_made(lock, 0);
 	return 0;
 }
 
@@ -228,11 +225,11 @@ static int create_unnamed(struct pidlock *lock)
 	if (r == 0)
 		r = publish_unnamed(lock, fd);
 	if (r < 0) {
-		opens_end(lock);
 		io_close_keep_errno(fd);
 		return r;
 	}
 	lock->hold.fd = fd;
+	opens_made(lock, 0);
 	return 0;
 }
 
@@ -308,8 +305,8 @@ static int create_in_place(struct pidlock *lock)
 		return r;
 	}
 	lock->hold.fd = fd;
-	/* Named by its own open, before any watch: counted from here. */
-	opens_taken(lock, fd);
+	/* Made by its own open: the name's creation and then our open. */
+	opens_made(lock, 1);
 	return 0;
 }
 

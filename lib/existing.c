@@ -741,7 +741,7 @@ int existing_try(struct pidlock *lock, int64_t deadline, int *fdp)
 	if (r != TRY_HELD_BY_US)
 		io_close_keep_errno(fd);
 	else
-		opens_taken(lock, fd);	/* others' opens count from here */
+		opens_taken(lock);	/* others' opens count from here */
 	return path_replaced(r) ? TRY_GONE : r;
 }
 

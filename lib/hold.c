@@ -25,6 +25,7 @@ void hold_clear(struct pidlock *lock)
 	lock->hold.lost = false;
 	lock->hold.token = 0;
 	lock->hold.reached_ms = 0;
-	opens_end(lock);
+	lock->opens.ok = false;
 	lock->opens.made = false;
+	lock->opens.took = false;
 }

@@ -142,15 +142,17 @@ struct pidlock {
 		off_t size;
 		struct pidlock_info holder;
 	} seen;
-	/* Who else opened the held inode since this hold began (opens.c):
-	 * its watch's entry, and the counts as they were then. */
+	/* Who else opened the file since this hold began (opens.c): the
+	 * entry is the handle's for its life in one process, the rest is
+	 * set as an acquire begins and as it opens or publishes. */
 	struct {
 		int entry;	/* in opens.c's table, -1: none */
-		bool ok;	/* counted since the hold began */
-		bool made;	/* counted from before our publish named it */
-		unsigned int own;	/* our own opens of it since */
+		bool ok;	/* counted since the acquire began */
+		bool made;	/* our publish made the inode */
+		bool took;	/* counted from before our open of it */
+		unsigned int own;	/* our own opens of the name since */
 		unsigned int own_closes;	/* and closes */
-		uint64_t id, epoch, events, opens, closes;	/* as then */
+		uint64_t id, epoch, creations, opens, closes;	/* as then */
 	} opens;
 	/* What the directory and its file system were found to do: learned
 	 * once, kept for the handle's life. */
@@ -489,11 +491,10 @@ void inspect_fill_info(struct pidlock_info *info, enum pidlock_state state,
 /* opens.c */
 enum opens_answer { OPENS_NONE, OPENS_SOME, OPENS_UNKNOWN };
 void opens_begin(struct pidlock *lock);
-void opens_unpublished(struct pidlock *lock, int fd);
-void opens_taken(struct pidlock *lock, int fd);
+void opens_taken(struct pidlock *lock);
+void opens_made(struct pidlock *lock, unsigned int own);
 void opens_own(struct pidlock *lock);
-enum opens_answer opens_answer(struct pidlock *lock);
-void opens_end(struct pidlock *lock);
+enum opens_answer opens_answer(struct pidlock *lock, nlink_t links);
 void opens_free(struct pidlock *lock);
 
 /* wait.c */

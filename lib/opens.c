@@ -9,31 +9,30 @@
  * more than the rest of a release; this file answers most releases for
  * one read(2).
  *
- * One inotify instance per process, and a watch on the held inode only
- * while it is held, on its opens and closes (IN_OPEN, IN_CLOSE): set
- * through /proc/self/fd on our own descriptor, so it is on the inode we
- * lock and no other, before our publish gives the inode its name (or at
- * the grant of a file that was there), and removed at the release.  A
- * watch of the lock's directory instead, kept for a handle's life, had
- * every open and close that any process made in the directory queued to
- * every process's instance: under contention of 64 processes, 64 times
- * the events, read at each release.  Handles of one process that hold
- * one inode (shared holders) share its watch.
+ * One inotify instance per process and one watch per lock directory,
+ * on the opens and closes in it (IN_OPEN, IN_CLOSE) and the names made
+ * in it (IN_CREATE, IN_MOVED_TO).  IN_EXCL_UNLINK: nothing of a name
+ * after its unlink, so the closes of an unlinked inode's descriptions
+ * are not counted against the file at the name now.  Each name a handle
+ * uses has an entry that counts, in queue order, its opens and closes,
+ * in total and since the name was last made.  Whoever asks next reads
+ * the queue, under a mutex.
  *
  * The answers (opens_answer()):
- *  - OPENS_NONE: the watch was set before our publish gave the inode a
- *    name, and no open of it came since, not even one of ours (inotify
+ *  - OPENS_NONE: this hold published the inode, the watch was there
+ *    before, the name's last creation came after the acquire began, and
+ *    no open of the name came after it, not even one of ours (inotify
  *    merges two like events in a row, so ours cannot be told from one
- *    just after it).  Then no other description of the inode exists,
- *    through any of its names, so nobody can be blocked on it or about
- *    to lock it.  The only answer that lets a file go.
- *  - OPENS_SOME: the last event on the inode was an open (its close
- *    would have come after it), or more opens than closes since this
- *    hold began.  Keeping the file is always safe; this spares the
- *    kernel's question to a release under contention.
+ *    just after it); the inode has one link.  Then no
+ *    other description of the inode exists, so nobody can be blocked on
+ *    it or about to lock it.  The only answer that lets a file go.
+ *  - OPENS_SOME: more opens than closes since the point this hold
+ *    counts from (its creation, or the grant of a file that was there):
+ *    somebody has it open still.  Keeping the file is always safe; this
+ *    spares the kernel's question to a release under contention.
  *  - OPENS_UNKNOWN: anything else, and whenever events may be missing
- *    (the queue overflowed, no instance, no /proc, a child of a fork
- *    that ran no handlers): ask the kernel.
+ *    (the queue overflowed, the directory moved, no instance, a child
+ *    of a fork that ran no handlers): ask the kernel.
  */
 #include "config.h"
 
@@ -42,7 +41,6 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -50,17 +48,21 @@
 
 #include "internal.h"
 
-#define OPENS_MASK (IN_OPEN | IN_CLOSE)
-/* Whole events only; an inode watch's events carry no name. */
+#define OPENS_MASK (IN_OPEN | IN_CLOSE | IN_CREATE | IN_MOVED_TO | \
+		    IN_DELETE_SELF | IN_MOVE_SELF | IN_EXCL_UNLINK | \
+		    IN_ONLYDIR)
+/* Whole events only: room for the longest name. */
 #define EVENTS_BUF (4096 + sizeof(struct inotify_event) + NAME_MAX + 1)
 
 struct entry {
-	int wd;			/* -1: the watch is gone (or a free slot) */
-	unsigned int refs;	/* 0: a free slot */
+	char *name;		/* NULL: a free slot */
+	int wd;			/* -1: the watch is gone */
+	unsigned int refs;
 	uint64_t id;		/* this entry's, never reused in a process */
 	uint64_t epoch;		/* counts up when events may be lost */
-	uint64_t events, opens, closes;
-	bool last_open;		/* the last event was an open */
+	uint64_t creations;
+	uint64_t opens, closes;	/* in total */
+	uint64_t opens_made, closes_made;	/* since the last creation */
 };
 
 static struct {
@@ -136,18 +138,25 @@ static bool instance(void)
 	return true;
 }
 
-static struct entry *find(int wd)
+static struct entry *find(int wd, const char *name)
 {
 	for (size_t i = 0; i < st.n; i++)
-		if (st.v[i].refs > 0 && st.v[i].wd == wd)
+		if (st.v[i].name && st.v[i].wd == wd &&
+		    strcmp(st.v[i].name, name) == 0)
 			return &st.v[i];
 	return NULL;
 }
 
-static void lost_all(void)
+static void lost_all(int wd)
 {
-	for (size_t i = 0; i < st.n; i++)
+	for (size_t i = 0; i < st.n; i++) {
+		if (!st.v[i].name || (wd >= 0 && st.v[i].wd != wd))
+			continue;
 		st.v[i].epoch++;
+		/* The directory is gone or moved: the watch saw its last. */
+		if (wd >= 0)
+			st.v[i].wd = -1;
+	}
 }
 
 static void count(const struct inotify_event *ev)
@@ -155,23 +164,28 @@ static void count(const struct inotify_event *ev)
 	struct entry *e;
 
 	if (ev->mask & IN_Q_OVERFLOW) {
-		lost_all();
+		lost_all(-1);
 		return;
 	}
-	e = find(ev->wd);
-	if (!e)
-		return;	/* a watch removed, its IN_IGNORED */
-	if (ev->mask & (IN_IGNORED | IN_UNMOUNT)) {
-		e->epoch++;
-		e->wd = -1;
+	if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF |
+			IN_UNMOUNT)) {
+		lost_all(ev->wd);
 		return;
 	}
-	e->events++;
-	e->last_open = (ev->mask & IN_OPEN) != 0;
-	if (ev->mask & IN_OPEN)
+	if (ev->len == 0 || !(e = find(ev->wd, ev->name)))
+		return;
+	if (ev->mask & (IN_CREATE | IN_MOVED_TO)) {
+		e->creations++;
+		e->opens_made = e->closes_made = 0;
+	}
+	if (ev->mask & IN_OPEN) {
 		e->opens++;
-	if (ev->mask & IN_CLOSE)
+		e->opens_made++;
+	}
+	if (ev->mask & IN_CLOSE) {
 		e->closes++;
+		e->closes_made++;
+	}
 }
 
 /* Under st.mu: every event queued so far, counted.  A read error other
@@ -187,7 +201,7 @@ static void drain(void)
 			continue;
 		if (n <= 0) {
 			if (n < 0 && errno != EAGAIN)
-				lost_all();
+				lost_all(-1);
 			return;
 		}
 		for (ssize_t off = 0; off < n;) {
@@ -209,7 +223,7 @@ static struct entry *slot(void)
 	struct entry *v;
 
 	for (size_t i = 0; i < st.n; i++)
-		if (st.v[i].refs == 0)
+		if (!st.v[i].name)
 			return &st.v[i];
 	v = realloc(st.v, (st.n + 1) * sizeof(*v));
 	if (!v)
@@ -219,63 +233,61 @@ static struct entry *slot(void)
 	return &v[st.n++];
 }
 
-/* Under st.mu: the hold's end.  The table is this process's own copy,
- * but the instance may be a parent's (a child made without the
+/* Under st.mu: the handle's end, or its entry is stale (a fork's
+ * child, a watch the kernel dropped).  The table is this process's own
+ * copy, but the instance may be a parent's (a child made without the
  * handlers): only our own instance loses a watch. */
-static void end_locked(struct pidlock *lock)
+static void forget_locked(struct pidlock *lock)
 {
 	struct entry *e;
+	int wd;
+	bool used = false;
 
-	lock->opens.ok = false;
 	if (lock->opens.entry < 0)
 		return;
 	e = &st.v[lock->opens.entry];
 	lock->opens.entry = -1;
 	if (--e->refs > 0)
 		return;
-	if (e->wd >= 0 && st.pid != 0 && st.pid == self_pid())
-		(void)inotify_rm_watch(st.fd, e->wd);
+	wd = e->wd;
+	free(e->name);
 	memset(e, 0, sizeof(*e));
+	for (size_t i = 0; i < st.n; i++)
+		used = used || (st.v[i].name && st.v[i].wd == wd);
+	if (wd >= 0 && !used && st.pid != 0 && st.pid == self_pid())
+		(void)inotify_rm_watch(st.fd, wd);
 }
 
-/* Under st.mu: a watch on fd's inode, and the handle's counts from
- * here.  Another handle of ours on the same inode has the watch (the
- * kernel gives one per inode and instance): its counts go on, read up
- * to now. */
-static bool watch_locked(struct pidlock *lock, int fd)
+/* Under st.mu: the handle's entry, made (and its directory watched) on
+ * its first use in this process; NULL if none can be had. */
+static struct entry *entry_of(struct pidlock *lock)
 {
-	char proc[40];
 	struct entry *e;
 	int wd;
 
 	if (!instance())
-		return false;
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	wd = inotify_add_watch(st.fd, proc, OPENS_MASK);
+		return NULL;
+	if (lock->opens.entry >= 0 && st.v[lock->opens.entry].wd >= 0)
+		return &st.v[lock->opens.entry];
+	forget_locked(lock);
+	wd = inotify_add_watch(st.fd, lock->set.dir, OPENS_MASK);
 	if (wd < 0)
-		return false;
-	e = find(wd);
-	if (e) {
-		drain();
-		e = find(wd);	/* its IN_IGNORED may have come meanwhile */
-	}
+		return NULL;
+	e = find(wd, lock->set.base);
 	if (!e) {
 		e = slot();
-		if (!e) {
-			(void)inotify_rm_watch(st.fd, wd);
-			return false;
-		}
+		if (!e)
+			return NULL;
+		e->name = strdup(lock->set.base);
+		if (!e->name)
+			return NULL;
 		e->wd = wd;
+		/* A handle's counts are of one entry's life. */
 		e->id = ++st.ids;
 	}
 	e->refs++;
 	lock->opens.entry = (int)(e - st.v);
-	lock->opens.id = e->id;
-	lock->opens.epoch = e->epoch;
-	lock->opens.events = e->events;
-	lock->opens.opens = e->opens;
-	lock->opens.closes = e->closes;
-	return true;
+	return e;
 }
 
 static bool lock_state(void)
@@ -289,40 +301,63 @@ static void unlock_state(void)
 	(void)pthread_mutex_unlock(&st.mu);
 }
 
-/* The count starts on fd's inode; made: before our publish names it. */
-static void watch(struct pidlock *lock, int fd, bool made)
+/* An acquire begins: the watch is there before anything we publish.
+ * Only a release that may keep the file asks (release.c). */
+void opens_begin(struct pidlock *lock)
 {
+	struct entry *e;
+
+	lock->opens.made = false;
+	lock->opens.took = false;
+	lock->opens.ok = false;
+	lock->opens.own = 0;
+	lock->opens.own_closes = 0;
 	if (!(lock->set.flags & PIDLOCK_KEEP_IF_USED) || !lock_state())
 		return;
-	end_locked(lock);
-	lock->opens.ok = watch_locked(lock, fd);
-	lock->opens.made = made && lock->opens.ok;
+	e = entry_of(lock);
+	if (e) {
+		lock->opens.ok = true;
+		lock->opens.id = e->id;
+		lock->opens.epoch = e->epoch;
+		lock->opens.creations = e->creations;
+	}
 	unlock_state();
 }
 
-/* An acquire begins: nothing counted yet. */
-void opens_begin(struct pidlock *lock)
+/* The grant of a file that was there: count from here, with what came
+ * before read and set aside (our own open among it). */
+void opens_taken(struct pidlock *lock)
 {
-	lock->opens.made = false;
-	lock->opens.own = 0;
+	struct entry *e;
+
+	if (!lock->opens.ok || !lock_state())
+		return;
+	e = entry_of(lock);
+	/* Read: what was lost before is behind us. */
+	if (e) {
+		drain();
+		lock->opens.took = true;
+		lock->opens.id = e->id;
+		lock->opens.epoch = e->epoch;
+		lock->opens.creations = e->creations;
+		lock->opens.opens = e->opens;
+		lock->opens.closes = e->closes;
+	} else {
+		lock->opens.ok = false;
+	}
+	unlock_state();
+}
+
+/* Our publish made the inode at the path; own: the opens of the name it
+ * made itself (an O_EXCL create in place opens by the name). */
+void opens_made(struct pidlock *lock, unsigned int own)
+{
+	lock->opens.made = true;
+	lock->opens.own = own;
 	lock->opens.own_closes = 0;
-	opens_end(lock);
 }
 
-/* Our new inode, locked and not yet at the path (create.c). */
-void opens_unpublished(struct pidlock *lock, int fd)
-{
-	watch(lock, fd, true);
-}
-
-/* The grant of a file that was there, or one made by its own open at
- * the path: others' opens count from here, those before unknown. */
-void opens_taken(struct pidlock *lock, int fd)
-{
-	watch(lock, fd, false);
-}
-
-/* An open and close of the file of our own after the count began (the
+/* An open and close of the name of our own after the count began (the
  * file-system check of a handle's first acquire, acquire.c). */
 void opens_own(struct pidlock *lock)
 {
@@ -331,54 +366,61 @@ void opens_own(struct pidlock *lock)
 }
 
 static enum opens_answer answer(const struct pidlock *lock,
-				const struct entry *e)
+				const struct entry *e, nlink_t links)
 {
-	uint64_t opens = e->opens - lock->opens.opens;
-	uint64_t closes = e->closes - lock->opens.closes;
+	uint64_t opens, closes;
 
 	if (e->id != lock->opens.id || e->epoch != lock->opens.epoch)
 		return OPENS_UNKNOWN;
-	if (opens == 0)
-		return lock->opens.made && lock->opens.own == 0 ?
-			       OPENS_NONE : OPENS_UNKNOWN;
-	/* An open with no close after it: ours are closed by now. */
-	if (e->last_open && e->events > lock->opens.events)
-		return OPENS_SOME;
-	/* Those open at the grant are unknown: at least this many. */
-	if (opens < lock->opens.own || closes < lock->opens.own_closes)
+	if (lock->opens.made && e->creations > lock->opens.creations) {
+		if (e->opens_made < lock->opens.own ||
+		    e->closes_made < lock->opens.own_closes)
+			return OPENS_UNKNOWN;
+		opens = e->opens_made - lock->opens.own;
+		closes = e->closes_made - lock->opens.own_closes;
+		/* A second link: opens through it are another directory's.
+		 * An open of ours since (a create in place, the first
+		 * acquire's check) may have been merged by inotify with
+		 * another's like event just after it: "nobody" only with
+		 * none of ours to take away. */
+		if (opens == 0)
+			return links == 1 && lock->opens.own == 0 ?
+				       OPENS_NONE : OPENS_UNKNOWN;
+	} else if (lock->opens.took) {
+		/* Those open at the grant are unknown: at least this many. */
+		opens = e->opens - lock->opens.opens;
+		closes = e->closes - lock->opens.closes;
+		if (opens < lock->opens.own || closes < lock->opens.own_closes)
+			return OPENS_UNKNOWN;
+		opens -= lock->opens.own;
+		closes -= lock->opens.own_closes;
+	} else {
 		return OPENS_UNKNOWN;
-	opens -= lock->opens.own;
-	closes -= lock->opens.own_closes;
+	}
 	return opens > closes ? OPENS_SOME : OPENS_UNKNOWN;
 }
 
-/* At release, the path checked to be ours. */
-enum opens_answer opens_answer(struct pidlock *lock)
+/* At release, the path checked to be ours with links links. */
+enum opens_answer opens_answer(struct pidlock *lock, nlink_t links)
 {
 	enum opens_answer a = OPENS_UNKNOWN;
+	struct entry *e;
 
-	if (!lock->opens.ok || lock->opens.entry < 0 || !lock_state())
+	if (!lock->opens.ok || !lock_state())
 		return a;
-	if (instance()) {
+	e = entry_of(lock);
+	if (e) {
 		drain();
-		a = answer(lock, &st.v[lock->opens.entry]);
+		a = answer(lock, e, links);
 	}
 	unlock_state();
 	return a;
 }
 
-/* The hold is over (or its publish failed): the watch goes. */
-void opens_end(struct pidlock *lock)
-{
-	if (lock->opens.entry < 0 || !lock_state()) {
-		lock->opens.ok = false;
-		return;
-	}
-	end_locked(lock);
-	unlock_state();
-}
-
 void opens_free(struct pidlock *lock)
 {
-	opens_end(lock);
+	if (lock->opens.entry < 0 || !lock_state())
+		return;
+	forget_locked(lock);
+	unlock_state();
 }

@@ -8,8 +8,9 @@
 
 #include "internal.h"
 
-/* 0 if the path still names the inode we hold, -ESTALE if not. */
-static int check_held(const struct pidlock *lock)
+/* 0 if the path still names the inode we hold, -ESTALE if not; *links:
+ * the inode's link count then. */
+static int check_held_links(const struct pidlock *lock, nlink_t *links)
 {
 	struct stat st;
 
@@ -19,7 +20,15 @@ static int check_held(const struct pidlock *lock)
 		return errno == ENOENT ? -ESTALE : -errno;
 	if (st.st_dev != lock->hold.dev || st.st_ino != lock->hold.ino)
 		return -ESTALE;
+	*links = st.st_nlink;
 	return 0;
+}
+
+static int check_held(const struct pidlock *lock)
+{
+	nlink_t links;
+
+	return check_held_links(lock, &links);
 }
 
 PIDLOCK_EXPORT int pidlock_verify(struct pidlock *lock)
@@ -179,9 +188,9 @@ static bool used_by_others(const struct pidlock *lock)
  * the opens it saw: none since we made the file, or some still open.
  * Otherwise the kernel's answer.
  */
-static bool used(struct pidlock *lock)
+static bool used(struct pidlock *lock, nlink_t links)
 {
-	enum opens_answer a = opens_answer(lock);
+	enum opens_answer a = opens_answer(lock, links);
 
 	if (a == OPENS_UNKNOWN)
 		return used_by_others(lock);
@@ -200,7 +209,7 @@ static bool used(struct pidlock *lock)
  * clean stop (doc/protocol.md, "Kept while used", says what it costs
  * and what remains).
  */
-static bool file_stays(struct pidlock *lock)
+static bool file_stays(struct pidlock *lock, nlink_t links)
 {
 	if (kept_file(lock))
 		return true;
@@ -214,7 +223,7 @@ static bool file_stays(struct pidlock *lock)
 	if (lock->set.shared &&
 	    (lock->hold.queued || klock_anyone_waits(lock->hold.ino)))
 		return true;
-	return (lock->set.flags & PIDLOCK_KEEP_IF_USED) && used(lock);
+	return (lock->set.flags & PIDLOCK_KEEP_IF_USED) && used(lock, links);
 }
 
 /*
@@ -247,9 +256,9 @@ static int close_held(struct pidlock *lock)
  * itself: two system calls fewer.  self.c holds a fork in another
  * thread back until that close is done.
  */
-static int release_let_go(struct pidlock *lock)
+static int release_let_go(struct pidlock *lock, nlink_t links)
 {
-	bool stays = file_stays(lock), alone;
+	bool stays = file_stays(lock, links), alone;
 	int r, rc;
 
 	lock->cache.left_file = stays;
@@ -270,6 +279,7 @@ static int release_let_go(struct pidlock *lock)
 
 static int release(struct pidlock *lock)
 {
+	nlink_t links = 0;
 	int r;
 
 	if (!lock)
@@ -277,7 +287,8 @@ static int release(struct pidlock *lock)
 	/* A lock another holder has now: its file and record are that
 	 * holder's, and only our descriptor is ours to close. */
 	r = lock->hold.fd >= 0 && lock->hold.lost ? -ENOLCK
-						  : check_held(lock);
+						  : check_held_links(lock,
+								     &links);
 	if (r == -ENOLCK && lock->hold.fd < 0)
 		return r;
 	if (r == 0)
@@ -290,7 +301,7 @@ static int release(struct pidlock *lock)
 		r = LET_GO;
 	/* The last one out, or the exclusive holder the record names. */
 	if (r == LET_GO)
-		r = release_let_go(lock);
+		r = release_let_go(lock, links);
 	if (lock->hold.fd >= 0) {
 		int rc = close_held(lock);
 

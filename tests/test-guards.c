@@ -1098,10 +1098,16 @@ END_TEST
 
 #define WARM_CYCLES 20
 #define CYCLE_CALLS_MAX 9
+/* A kept file's cycle: the look at the path, the open and the locks,
+ * the inode and record checks of a takeover (step 3), the record, and
+ * a release that writes the released record instead of unlinking: 19,
+ * as counted when its temp file went (and 24 with it). */
+#define KEPT_CYCLE_CALLS_MAX 19
 
 struct cycle_count {
 	bool started;		/* the child's getppid(2) marks the start */
 	int calls, getpids;
+	int publishes;		/* renameat2(2), linkat(2): a new file's */
 };
 
 static int warm_cycles(void *arg)
@@ -1150,6 +1156,7 @@ static void count_call(pid_t pid, long nr, const uint64_t *args, void *arg)
 		return;
 	c->calls++;
 	c->getpids += nr == SYS_getpid;
+	c->publishes += nr == SYS_renameat2 || nr == SYS_linkat;
 }
 
 /*
@@ -1177,6 +1184,32 @@ TU_LOCK_TEST(warm_cycle_calls, PIDLOCK_NO_SYNC)
 }
 END_TEST
 
+/*
+ * A file our last release left at the path (PIDLOCK_KEEP_FILE, or kept
+ * while used) is there for the next acquire: it looks at the path
+ * first, and makes no temp file for a publish that would fail with
+ * EEXIST (five system calls of each cycle, and a temp name in the
+ * directory for every waiter of a herd).
+ */
+TU_LOCK_TEST(kept_file_cycle_publishes_nothing, PIDLOCK_KEEP_FILE |
+						  PIDLOCK_NO_SYNC)
+{
+	struct cycle_count c = { 0 };
+
+	(void)p;
+	if (under_valgrind())
+		return;
+	ck_assert_int_eq(traced(warm_cycles, l, count_call, &c), 0);
+	ck_assert_msg(c.publishes == 0,
+		      "%d temp files published in %d warm cycles of a kept "
+		      "file", c.publishes, WARM_CYCLES);
+	ck_assert_msg(c.calls <= KEPT_CYCLE_CALLS_MAX * WARM_CYCLES,
+		      "%d system calls in %d warm cycles of a kept file, at "
+		      "most %d each expected", c.calls, WARM_CYCLES,
+		      KEPT_CYCLE_CALLS_MAX);
+}
+END_TEST
+
 int main(void)
 {
 	const struct tu_case cases[] = {
@@ -1194,6 +1227,7 @@ int main(void)
 		{ published_record_complete, 1 },
 		{ takeover_timestamp_is_now, 1 },
 		{ warm_cycle_calls, 1 },
+		{ kept_file_cycle_publishes_nothing, 1 },
 		{ cancelled_call_completes,
 		  sizeof(cancel_names) / sizeof(cancel_names[0]) },
 		{ NULL, 0 },
