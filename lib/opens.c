@@ -40,6 +40,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,33 @@ static struct {
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /*
+ * Is st.fd still our instance?  A program may close every descriptor it
+ * did not open (a daemon starting up does) and open another on the same
+ * number: a read of a pipe or a socket there would block our release or
+ * take its data, and a watch added to another inotify instance would
+ * take its events.  Our instance carries a mark no program gives a
+ * descriptor of its own: F_SETSIG's signal, which the kernel sends only
+ * for O_ASYNC, never set on it, and SIGCONT, which nobody asks for that.
+ */
+#define INSTANCE_MARK SIGCONT
+
+static int new_instance(void)
+{
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	if (fd >= 0 && fcntl(fd, F_SETSIG, INSTANCE_MARK) < 0) {
+		io_close_keep_errno(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static bool marked(int fd)
+{
+	return fd >= 0 && fcntl(fd, F_GETSIG) == INSTANCE_MARK;
+}
+
+/*
  * A fork's child has the parent's instance, and a read of it would take
  * events the parent needs.  The child gets an instance of its own, on
  * the same descriptor number (a child's descriptors are as its
@@ -96,11 +124,13 @@ static void after_fork_child(void)
 		st.v[i].wd = -1;
 		st.v[i].epoch++;
 	}
-	if (st.fd < 0) {
+	/* Not ours any more (see marked()): neither replaced nor closed. */
+	if (!marked(st.fd)) {
+		st.fd = -1;
 		st.pid = 0;
 		goto out;
 	}
-	fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	fd = new_instance();
 	if (fd >= 0 && dup3(fd, st.fd, O_CLOEXEC) == st.fd) {
 		st.pid = self_pid();
 	} else {
@@ -129,7 +159,7 @@ static bool instance(void)
 		return false;
 	if (st.pid != 0)
 		return st.pid == self_pid();
-	st.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	st.fd = new_instance();
 	if (st.fd < 0) {
 		st.failed = true;
 		return false;
@@ -157,6 +187,21 @@ static void lost_all(int wd)
 		if (wd >= 0)
 			st.v[i].wd = -1;
 	}
+}
+
+/* Under st.mu: our instance, or it was lost (marked()): every count is
+ * then unknown, and the next use makes a new one.  The descriptor is
+ * the program's now, not ours to close. */
+static bool still_ours(void)
+{
+	if (marked(st.fd))
+		return true;
+	lost_all(-1);
+	for (size_t i = 0; i < st.n; i++)
+		st.v[i].wd = -1;
+	st.fd = -1;
+	st.pid = 0;
+	return false;
 }
 
 static void count(const struct inotify_event *ev)
@@ -194,6 +239,8 @@ static void drain(void)
 {
 	char buf[EVENTS_BUF] __attribute__((aligned(8)));
 
+	if (!still_ours())
+		return;
 	for (;;) {
 		ssize_t n = read(st.fd, buf, sizeof(buf));
 
@@ -270,6 +317,8 @@ static struct entry *entry_of(struct pidlock *lock)
 	if (lock->opens.entry >= 0 && st.v[lock->opens.entry].wd >= 0)
 		return &st.v[lock->opens.entry];
 	forget_locked(lock);
+	if (!still_ours())
+		return NULL;
 	wd = inotify_add_watch(st.fd, lock->set.dir, OPENS_MASK);
 	if (wd < 0)
 		return NULL;

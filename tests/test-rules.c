@@ -1368,6 +1368,40 @@ TU_LOCK_TEST(overflow_asks_kernel, PIDLOCK_KEEP_IF_USED)
 }
 END_TEST
 
+/* A program closes every descriptor it did not open (a daemon starting
+ * up does) and a pipe gets the number of the library's inotify
+ * instance: a release must neither block on the pipe nor take its
+ * data.  It finds the number no longer ours and asks the kernel. */
+TU_LOCK_TEST(instance_closed_by_program, PIDLOCK_KEEP_IF_USED)
+{
+	int ifd = tu_library_ifd(), pfd[2], flags;
+	char c = 0;
+
+	if (ifd < 0) {
+		fprintf(stderr, "SKIP instance_closed_by_program: no "
+			"instance made by the warm-up\n");
+		return;
+	}
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+	ck_assert_int_eq(write(pfd[1], "x", 1), 1);
+	ck_assert_int_eq(dup2(pfd[0], ifd), ifd);
+	close(pfd[0]);
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	ck_assert_msg(!tu_exists(p), "kept with nobody on it");
+	flags = fcntl(ifd, F_GETFL);
+	ck_assert_int_eq(fcntl(ifd, F_SETFL, flags | O_NONBLOCK), 0);
+	ck_assert_msg(read(ifd, &c, 1) == 1 && c == 'x',
+		      "the release read the program's pipe");
+	/* And the library goes on with an instance of its own. */
+	ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+	ck_assert_int_eq(pidlock_release(l), 0);
+	close(pfd[1]);
+}
+END_TEST
+
 static int other_name_cycle(struct tu_child *c, void *arg)
 {
 	struct pidlock *m = tu_new(arg, PIDLOCK_KEEP_IF_USED);
@@ -1950,6 +1984,7 @@ int main(void)
 		{ forked_taker_lets_go, 1 },
 		{ free_waiter_keeps_nothing_open, 1 },
 		{ one_instance_per_process, 1 },
+		{ instance_closed_by_program, 1 },
 		{ waiter_seen_without_lease, 1 },
 		{ exit_releases_reads_free, 1 },
 		{ holder_fd_shows_path, 1 },

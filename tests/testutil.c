@@ -142,6 +142,11 @@ static int inotify_fds(unsigned char set[128])
 	return n;
 }
 
+int tu_library_ifd(void)
+{
+	return library_ifd;
+}
+
 /* Other than the library's own instance, which lives as long as the
  * process: the waits' instances, which must not outlive their wait. */
 int tu_count_inotify(void)

@@ -40,6 +40,8 @@ void tu_cleanup(void);
 int tu_count_fds(void);
 /* Our inotify instances (descriptors of anon_inode:inotify). */
 int tu_count_inotify(void);
+/* The library's own inotify instance, as the warm-up made it; -1: none. */
+int tu_library_ifd(void);
 /* A peer program as configure found it ($WITH_LOCK_EX, $FLOCK).  A
  * missing peer fails the test: it proves nothing without it. */
 const char *tu_peer(const char *var);
