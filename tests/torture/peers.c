@@ -133,20 +133,26 @@ static void cs_read(void)
 }
 
 /* Between cycles, so that the others get a chance. */
-/* A polling peer starving for longer than this makes everyone idle a
- * little longer between turns (POLL_GAP_US). */
+/* A polling peer starving for longer than this makes everyone stay
+ * away from the lock between turns until it has had one, for at most
+ * POLL_YIELD_MAX_US (a poller stopped by the machine must not stop
+ * the storm). */
 #define POLL_STARVED_NS (500 * 1000000LL)
-#define POLL_GAP_US 3000
+#define POLL_YIELD_MAX_US 300000
+#define POLL_YIELD_STEP_US 1000
 
 /* Whether a polling participant has been trying for POLL_STARVED_NS.
  * The library's waiters wake at a release and publish within
  * microseconds, so that a peer that polls (a fork and exec of
  * dotlockfile every 0.2-2.2 ms) finds the path free only by chance: on
- * a loaded machine it can go the whole run without the lock (CI saw
- * it, 1 run in 3 or 4).  The library promises no fairness to a peer
- * without a kernel lock (doc/protocol.md); the mix is about exclusion,
- * and its "every participant got the lock" check about the peer
- * taking part, so the others leave it a gap once it has waited. */
+ * a loaded machine it can go the whole run without the lock.  A gap
+ * of a fixed 3 ms after each release was not enough (CI, clang stage:
+ * 0 turns in 6.1 s): the other participants' waits overlap, so one of
+ * them is always queued when the holder leaves.  The library promises
+ * no fairness to a peer without a kernel lock (doc/protocol.md); the
+ * mix is about exclusion, and its "every participant got the lock"
+ * check about the peer taking part, so the others keep off the lock
+ * once it has waited, and the path comes free at the next release. */
 static bool poller_starved(void)
 {
 	int64_t now = mono_ns();
@@ -155,7 +161,7 @@ static bool poller_starved(void)
 		int64_t since = __atomic_load_n(&shm->polling_since_ns[i],
 						__ATOMIC_RELAXED);
 
-		if (since > 0 && now - since > POLL_STARVED_NS)
+		if (i != me.slot && since > 0 && now - since > POLL_STARVED_NS)
 			return true;
 	}
 	return false;
@@ -164,7 +170,11 @@ static bool poller_starved(void)
 static void pause_between(void)
 {
 	set_phase(PH_IDLE);
-	sleep_us(rnd() % 500 + (poller_starved() ? POLL_GAP_US : 0));
+	sleep_us(rnd() % 500);
+	for (int waited = 0; waited < POLL_YIELD_MAX_US && !shm->stop &&
+			     poller_starved();
+	     waited += POLL_YIELD_STEP_US)
+		sleep_us(POLL_YIELD_STEP_US);
 }
 
 /* --- libpidlock through the C API ----------------------------------------- */
