@@ -144,7 +144,8 @@ static void cs_read(void)
 /* Whether a polling participant has been trying for POLL_STARVED_NS.
  * The library's waiters wake at a release and publish within
  * microseconds, so that a peer that polls (a fork and exec of
- * dotlockfile every 0.2-2.2 ms) finds the path free only by chance: on
+ * dotlockfile every 0.2-2.2 ms, the spec peer's O_EXCL every 1-10 ms)
+ * finds the path free only by chance: on
  * a loaded machine it can go the whole run without the lock.  A gap
  * of a fixed 3 ms after each release was not enough (CI, clang stage:
  * 0 turns in 6.1 s): the other participants' waits overlap, so one of
@@ -175,6 +176,20 @@ static void pause_between(void)
 			     poller_starved();
 	     waited += POLL_YIELD_STEP_US)
 		sleep_us(POLL_YIELD_STEP_US);
+}
+
+/* A polling participant (no kernel lock, no wake-up at a release)
+ * says when it starts and stops trying: see poller_starved(). */
+static void poll_begin(void)
+{
+	__atomic_store_n(&shm->polling_since_ns[me.slot], mono_ns(),
+			 __ATOMIC_RELAXED);
+}
+
+static void poll_end(void)
+{
+	__atomic_store_n(&shm->polling_since_ns[me.slot], 0,
+			 __ATOMIC_RELAXED);
 }
 
 /* --- libpidlock through the C API ----------------------------------------- */
@@ -477,7 +492,9 @@ static void spec_loop(void)
 		long v;
 
 		set_phase(PH_ACQUIRE);
+		poll_begin();
 		spec_take();
+		poll_end();
 		v = cs_enter();
 		cs_leave(v);
 		set_phase(PH_RELEASE);
@@ -580,15 +597,13 @@ static void dotlock_loop(void)
 		long v;
 
 		set_phase(PH_ACQUIRE);
-		__atomic_store_n(&shm->polling_since_ns[me.slot], mono_ns(),
-				 __ATOMIC_RELAXED);
+		poll_begin();
 		while (dotlock_try() != 0) {
 			if (shm->stop)
 				return;
 			sleep_us(200 + rnd() % 2000);
 		}
-		__atomic_store_n(&shm->polling_since_ns[me.slot], 0,
-				 __ATOMIC_RELAXED);
+		poll_end();
 		v = cs_enter();
 		/* Now and then past rule C's grace (200 ms), where only the
 		 * live pid in the file keeps the lock held. */
