@@ -145,8 +145,8 @@ static void cs_read(void)
  * The library's waiters wake at a release and publish within
  * microseconds, so that a peer that polls (a fork and exec of
  * dotlockfile every 0.2-2.2 ms, the spec peer's O_EXCL every 1-10 ms)
- * finds the path free only by chance: on
- * a loaded machine it can go the whole run without the lock.  A gap
+ * finds the path free only by chance: on a loaded machine it can go
+ * the whole run without the lock.  A gap
  * of a fixed 3 ms after each release was not enough (CI, clang stage:
  * 0 turns in 6.1 s): the other participants' waits overlap, so one of
  * them is always queued when the holder leaves.  The library promises
