@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -176,11 +177,39 @@ static bool kept_file(const struct pidlock *lock)
  * "9<file" keeps one open for the whole fork and exec of flock(1))?
  * A lease test with no answer (another user's file, a shared file
  * system's client) leaves the waiters' test alone.
+ *
+ * An open description is asked about again, twice, after a pause
+ * (RECHECK_US): a look at the file (pidlock --stop's first look right
+ * after its signal, pidlock_inspect(), a pidfile reader) has it open for
+ * microseconds, and seen at that moment it kept a daemon's pidfile
+ * after its clean stop.  A locker on its way to flock(2) still has it
+ * open then, or is blocked and listed.  The pauses cost only a release
+ * that found somebody on the file who is not queued.
  */
+static const long RECHECK_US[] = { 1000, 10000 };
+
+static void pause_us(long us)
+{
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+
+	/* EINTR (a signal handler ran): a shorter pause, and the question
+	 * asked again all the same. */
+	(void)nanosleep(&ts, NULL);
+}
+
 static bool used_by_others(const struct pidlock *lock)
 {
-	return klock_anyone_waits(lock->hold.ino) ||
-	       lease_others_open(lock->hold.fd) == 1;
+	size_t i = 0;
+
+	for (;;) {
+		if (klock_anyone_waits(lock->hold.ino))
+			return true;
+		if (lease_others_open(lock->hold.fd) != 1)
+			return false;
+		if (i == sizeof(RECHECK_US) / sizeof(RECHECK_US[0]))
+			return true;
+		pause_us(RECHECK_US[i++]);
+	}
 }
 
 /*
@@ -204,10 +233,11 @@ static bool used(struct pidlock *lock, nlink_t links)
  * would get the inode after our close, and hold it unlinked while the
  * next acquirer made a new file: two holders.  Our own waiters check
  * the inode, and take a file that stays as well as a new one.  Not by
- * default: a process of ours that only looks (pidlock_wait_free() keeps
- * the file open while it waits) would keep a daemon's pidfile after its
- * clean stop (doc/protocol.md, "Kept while used", says what it costs
- * and what remains).
+ * default: a file kept for an opener who only looked stays after the
+ * last holder (a daemon's pidfile after its clean stop), and under
+ * contention among our own processes each hand-off becomes the kernel
+ * lock's (doc/protocol.md, "Kept while used", says what it costs and
+ * what remains).
  */
 static bool file_stays(struct pidlock *lock, nlink_t links)
 {

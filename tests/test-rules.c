@@ -1307,6 +1307,62 @@ TU_LOCK_TEST(reader_does_not_keep_file, PIDLOCK_KEEP_IF_USED)
 }
 END_TEST
 
+/* A look at the file (pidlock --stop's first look right after its
+ * signal, a pidfile reader) that overlaps the release: open at the
+ * release's first question, closed a few milliseconds later.  The
+ * release asks again after a pause, and removes the file; asked once,
+ * it kept it, a daemon's pidfile after its clean stop.  The looker
+ * opens before our take of a file that was there, so that the count of
+ * opens cannot answer and the kernel is asked. */
+#define LOOKER_ROUNDS 5
+#define LOOKER_OPEN_US 3000
+
+static int looker(struct tu_child *c, void *arg)
+{
+	const struct timespec ts = { 0, LOOKER_OPEN_US * 1000L };
+	int fd = open(arg, O_RDONLY | O_CLOEXEC);
+
+	TU_CHILD_CHECK(fd >= 0);
+	tu_signal(c, 'O');
+	tu_wait_parent(c);
+	nanosleep(&ts, NULL);
+	close(fd);
+	return 0;
+}
+
+TU_LOCK_TEST(looker_does_not_keep_file, PIDLOCK_KEEP_IF_USED)
+{
+	int gone = 0;
+
+	for (int i = 0; i < LOOKER_ROUNDS; i++) {
+		struct tu_child h, c;
+
+		tu_hold(&h, p, 0);
+		tu_kill(&h);
+		tu_spawn(&c, looker, p);
+		ck_assert_int_eq(tu_wait_signal(&c), 'O');
+		ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+		tu_tell(&c, 'G');
+		ck_assert_int_eq(pidlock_release(l), 0);
+		gone += !tu_exists(p);
+		ck_assert_int_eq(tu_join(&c), 0);
+		if (!tu_exists(p))
+			continue;
+		/* Kept, and free: the next release, alone, removes it. */
+		ck_assert_int_eq(pidlock_acquire(l, 0), 0);
+		ck_assert_int_eq(pidlock_release(l), 0);
+		ck_assert_msg(!tu_exists(p), "kept with nobody on it");
+	}
+	printf("looker_does_not_keep_file: removed in %d of %d rounds\n",
+	       gone, LOOKER_ROUNDS);
+	/* A round may lose to a loaded machine (the looker woken after the
+	 * last question); most must not. */
+	ck_assert_msg(gone * 2 > LOOKER_ROUNDS,
+		      "a looker kept the file in %d of %d rounds",
+		      LOOKER_ROUNDS - gone, LOOKER_ROUNDS);
+}
+END_TEST
+
 /* An opener through a second link, in another directory, is not seen
  * by our watch: a file with two links asks the kernel, whose lease
  * test sees the opener. */
@@ -1978,6 +2034,7 @@ int main(void)
 		{ own_waiter_takes_file_that_stays, 1 },
 		{ opener_keeps_file, 1 },
 		{ reader_does_not_keep_file, 1 },
+		{ looker_does_not_keep_file, 1 },
 		{ second_link_asks_kernel, 1 },
 		{ overflow_asks_kernel, 1 },
 		{ fork_child_has_own_queue, 1 },
