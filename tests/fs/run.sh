@@ -288,8 +288,9 @@ run_torture() {
 	for s in $TORTURE_SHORT; do
 		log="$WORK/logs/$1.$s.log"
 		mkdir -p "$2/$s" || return 1
-		(cd "$top" && TMPDIR="$2/$s" "${SHELL:-/bin/sh}" \
-			"$srcdir/tests/torture/$s.sh") >"$log" 2>&1
+		(cd "$top" && TMPDIR="$2/$s" FS_PUBLISH="$3" \
+			"${SHELL:-/bin/sh}" "$srcdir/tests/torture/$s.sh") \
+			>"$log" 2>&1
 		rc=$?
 		case $rc in
 		0)	echo "  $s: pass" ;;
@@ -366,7 +367,7 @@ for fs; do
 		run_mix "$fs" "$dir"
 	else
 		want tests && run_tests "$fs" "$dir"
-		want torture && run_torture "$fs" "$dir"
+		want torture && run_torture "$fs" "$dir" "$path"
 		want mix && run_mix "$fs" "$dir"
 	fi
 	set -- $MIX

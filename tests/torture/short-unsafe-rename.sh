@@ -4,7 +4,12 @@
 # Publishing in place (make check-notmpfile refuses RENAME_NOREPLACE and
 # O_TMPFILE) keeps the path after a contended create, so the rename peer
 # waits out a released record instead of racing: nothing to show there.
-if [ "${FAULT_NORENAME:-}" = 1 ] && [ "${FAULT_NOTMPFILE:-}" = 1 ]; then
+# A file system where the library publishes in place by itself (bindfs:
+# no O_TMPFILE; tests/fs/run.sh says so in FS_PUBLISH) is the same: the
+# breakage is shown only if the race comes before the first contended
+# create, and CI's filesystems stage saw 30 s go by without it.
+if { [ "${FAULT_NORENAME:-}" = 1 ] && [ "${FAULT_NOTMPFILE:-}" = 1 ]; } ||
+	[ "${FS_PUBLISH:-}" = "in place" ]; then
 	echo "SKIP: the unsafe-rename demonstration needs a path that comes free; in place it stays kept (doc/protocol.md, section 7)"
 	exit 77
 fi
