@@ -672,8 +672,10 @@ TU_LOCK_TEST(flock1_shared_both_ways, SH)
 	ck_assert_int_eq(pidlock_acquire(l, 0), -EWOULDBLOCK);
 	ck_assert_int_eq(tu_sh("'%s' -n -s '%s' true", flock1, p), 1);
 	stop_peer(&c);
-	/* Bounded, not a single try: CI once saw -EWOULDBLOCK here, the
-	 * peer reaped, on a loaded machine. */
+	/* Bounded, not a single try (CI once saw -EWOULDBLOCK here): the
+	 * peer's command child, forked while flock(1) held the lock, has
+	 * the description until -o's close runs in it, which a loaded
+	 * machine may delay past the peer's death. */
 	ck_assert_int_eq(pidlock_acquire(l, 5000), 0);
 	ck_assert_int_eq(pidlock_release(l), 0);
 }
