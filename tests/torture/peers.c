@@ -146,10 +146,10 @@ static void cs_read(void)
  * microseconds, so that a peer that polls (a fork and exec of
  * dotlockfile every 0.2-2.2 ms, the spec peer's O_EXCL every 1-10 ms)
  * finds the path free only by chance: on a loaded machine it can go
- * the whole run without the lock.  A gap
- * of a fixed 3 ms after each release was not enough (CI, clang stage:
- * 0 turns in 6.1 s): the other participants' waits overlap, so one of
- * them is always queued when the holder leaves.  The library promises
+ * the whole run without the lock.  A gap of a fixed 3 ms after each
+ * release was not enough (CI, clang stage: 0 turns in 6.1 s): the
+ * other participants' waits overlap, so one of them is always queued
+ * when the holder leaves.  The library promises
  * no fairness to a peer without a kernel lock (doc/protocol.md); the
  * mix is about exclusion, and its "every participant got the lock"
  * check about the peer taking part, so the others keep off the lock
