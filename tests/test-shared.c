@@ -1153,6 +1153,22 @@ START_TEST(timed_writer_leaves_no_standin)
 }
 END_TEST
 
+/* Has pid a child?  The stand-in is the timed writer's only one. */
+static bool has_child(pid_t pid)
+{
+	char path[64];
+	FILE *f;
+	int c;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
+		 (int)pid);
+	f = fopen(path, "re");
+	ck_assert_msg(f, "%s: %s", path, strerror(errno));
+	c = fgetc(f);
+	fclose(f);
+	return c != EOF;
+}
+
 /*
  * The stand-in is granted the OFD lock while a flock-only reader
  * (flock(1) -s) still holds: the writer cannot take its flock, and
@@ -1174,10 +1190,19 @@ START_TEST(standin_grant_given_back)
 	until_queued(ino);
 	tu_tell(&r, 'R');
 	ck_assert_int_eq(tu_join(&r), 0);
+	/* The kernel only wakes a blocked request: a reader that tried
+	 * before the stand-in ran again would take the read lock first,
+	 * and prove nothing.  So the reader waits for the grant: the
+	 * stand-in exits once it has it, and the writer reaps it. */
+	for (long start = tu_ms(); has_child(w.pid);) {
+		ck_assert_msg(tu_ms() - start < 5000, "the writer's stand-in "
+			      "was not granted in 5 s");
+		tu_msleep(2);
+	}
 	/* The writer gives a grant back within milliseconds; on a loaded
 	 * machine it may not run for a while.  A kept grant shuts readers
 	 * out until the writer's timeout (6 s from its start): the reader
-	 * tries for 800 ms from the release, not longer. */
+	 * tries for 800 ms from the grant, not longer. */
 	l = tu_new(p, SH);
 	for (long start = tu_ms(); pidlock_acquire(l, 0) != 0;) {
 		ck_assert_msg(tu_ms() - start < 800, "a reader was shut out by "
