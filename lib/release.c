@@ -192,9 +192,11 @@ static void pause_us(long us)
 {
 	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
 
-	/* EINTR (a signal handler ran): a shorter pause, and the question
-	 * asked again all the same. */
-	(void)nanosleep(&ts, NULL);
+	/* Whole, whatever signal handlers run: cut short by each (a
+	 * program's interval timer), the pauses would pass within the
+	 * look they are there to outlast. */
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }
 
 static bool used_by_others(const struct pidlock *lock)

@@ -26,6 +26,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1315,11 +1316,14 @@ END_TEST
  * opens before our take of a file that was there, so that the count of
  * opens cannot answer and the kernel is asked. */
 #define LOOKER_ROUNDS 5
-#define LOOKER_OPEN_US 3000
+
+/* How long the looker has the file open after the release begins (set
+ * before its fork). */
+static long looker_open_us = 3000;
 
 static int looker(struct tu_child *c, void *arg)
 {
-	const struct timespec ts = { 0, LOOKER_OPEN_US * 1000L };
+	const struct timespec ts = { 0, looker_open_us * 1000L };
 	int fd = open(arg, O_RDONLY | O_CLOEXEC);
 
 	TU_CHILD_CHECK(fd >= 0);
@@ -1330,9 +1334,34 @@ static int looker(struct tu_child *c, void *arg)
 	return 0;
 }
 
-TU_LOCK_TEST(looker_does_not_keep_file, PIDLOCK_KEEP_IF_USED)
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* A signal handler run every 100 us while the release runs (a
+ * profiler's or a program's interval timer), or none. */
+static void alarms(bool on)
+{
+	const struct sigaction sa = { .sa_handler = on_alarm };
+	const struct itimerval it = {
+		.it_interval = { 0, on ? 100 : 0 },
+		.it_value = { 0, on ? 100 : 0 },
+	};
+
+	ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+	ck_assert_int_eq(setitimer(ITIMER_REAL, &it, NULL), 0);
+}
+
+static void looker_rounds(const char *name, char *p, struct pidlock *l,
+			  bool storm)
 {
 	int gone = 0;
+
+	/* Under the signals the looker stays 6 ms: the whole pauses end
+	 * 11 ms after the first question, pauses cut short within the
+	 * questions' own time. */
+	looker_open_us = storm ? 6000 : 3000;
 
 	for (int i = 0; i < LOOKER_ROUNDS; i++) {
 		struct tu_child h, c;
@@ -1343,7 +1372,11 @@ TU_LOCK_TEST(looker_does_not_keep_file, PIDLOCK_KEEP_IF_USED)
 		ck_assert_int_eq(tu_wait_signal(&c), 'O');
 		ck_assert_int_eq(pidlock_acquire(l, 0), 0);
 		tu_tell(&c, 'G');
+		if (storm)
+			alarms(true);
 		ck_assert_int_eq(pidlock_release(l), 0);
+		if (storm)
+			alarms(false);
 		gone += !tu_exists(p);
 		ck_assert_int_eq(tu_join(&c), 0);
 		if (!tu_exists(p))
@@ -1353,13 +1386,25 @@ TU_LOCK_TEST(looker_does_not_keep_file, PIDLOCK_KEEP_IF_USED)
 		ck_assert_int_eq(pidlock_release(l), 0);
 		ck_assert_msg(!tu_exists(p), "kept with nobody on it");
 	}
-	printf("looker_does_not_keep_file: removed in %d of %d rounds\n",
-	       gone, LOOKER_ROUNDS);
+	printf("%s: removed in %d of %d rounds\n", name, gone, LOOKER_ROUNDS);
 	/* A round may lose to a loaded machine (the looker woken after the
 	 * last question); most must not. */
 	ck_assert_msg(gone * 2 > LOOKER_ROUNDS,
 		      "a looker kept the file in %d of %d rounds",
 		      LOOKER_ROUNDS - gone, LOOKER_ROUNDS);
+}
+
+TU_LOCK_TEST(looker_does_not_keep_file, PIDLOCK_KEEP_IF_USED)
+{
+	looker_rounds("looker_does_not_keep_file", p, l, false);
+}
+END_TEST
+
+/* The pauses are whole under a stream of signals: each cut short, the
+ * questions came within 0.3 ms, and the look outlasted them. */
+TU_LOCK_TEST(looker_does_not_keep_file_signals, PIDLOCK_KEEP_IF_USED)
+{
+	looker_rounds("looker_does_not_keep_file_signals", p, l, true);
 }
 END_TEST
 
@@ -2035,6 +2080,7 @@ int main(void)
 		{ opener_keeps_file, 1 },
 		{ reader_does_not_keep_file, 1 },
 		{ looker_does_not_keep_file, 1 },
+		{ looker_does_not_keep_file_signals, 1 },
 		{ second_link_asks_kernel, 1 },
 		{ overflow_asks_kernel, 1 },
 		{ fork_child_has_own_queue, 1 },
