@@ -52,7 +52,6 @@ pid_t daemon_file_pid(int fd)
  */
 static pid_t holder_pid(const struct pidlock *lock)
 {
-	const struct timespec pause = { 0, HOLDER_WAIT_NS };
 	struct pidlock_info info;
 	int r = pidlock_holder(lock, &info);
 
@@ -61,8 +60,7 @@ static pid_t holder_pid(const struct pidlock *lock)
 			return info.pid_alive < 0 ? -1 : info.pid;
 		if (info.state == PIDLOCK_STATE_FREE || i == HOLDER_TRIES)
 			break;
-		/* EINTR only shortens one pause. */
-		(void)nanosleep(&pause, NULL);
+		io_pause(HOLDER_WAIT_NS);
 		r = pidlock_inspect(pidlock_path(lock), &info, 0);
 	}
 	return -1;

@@ -10,6 +10,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pidlock.h"
@@ -376,6 +377,19 @@ static inline void io_close_keep_errno(int fd)
 	if (fd >= 0)
 		(void)close(fd);
 	errno = saved;
+}
+
+/* A pause of ns nanoseconds, whole whatever signal handlers run: a
+ * pause that is there to outlast something (a look, a record half
+ * written) and ended by each signal (a program's interval timer) would
+ * outlast nothing.  Waits that end on a signal (-EINTR to the caller)
+ * use poll(2) instead.  Inline, as io_close_keep_errno(). */
+static inline void io_pause(long ns)
+{
+	struct timespec ts = { ns / 1000000000L, ns % 1000000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }
 
 /* proclocks.c: fn gets each line, without its newline; nonzero stops. */

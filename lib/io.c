@@ -78,10 +78,7 @@ ssize_t io_read_settled(int fd, char *buf, size_t size, struct stat *st)
 	while (n >= 0 && !content_is_lock_file(buf, (size_t)n,
 					       (int64_t)st->st_size) &&
 	       slept < SETTLE_MS) {
-		struct timespec ts = { 0, pause_ms * 1000000L };
-
-		/* EINTR: a shorter pause, and one more look. */
-		(void)nanosleep(&ts, NULL);
+		io_pause(pause_ms * 1000000L);
 		slept += pause_ms;
 		pause_ms *= 2;
 		if (fstat(fd, st) < 0)

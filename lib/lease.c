@@ -62,13 +62,10 @@ static void wait_min_age(const struct stat *st, unsigned int grace_ms)
 	const int64_t need = LEASE_MIN_AGE_MS + MTIME_EARLY_MS;
 	int64_t left = io_grace_left_ms(st, grace_ms);
 	int64_t age = (int64_t)grace_ms - left;
-	struct timespec pause = { 0 };
 
 	if (left <= 0 || age >= need)
 		return;
-	pause.tv_nsec = (long)(need - age) * 1000000L;
-	while (nanosleep(&pause, &pause) < 0 && errno == EINTR)
-		;
+	io_pause((long)(need - age) * 1000000L);
 }
 
 /* The tester's exit status: 0 granted (and given back), EAGAIN refused,
@@ -213,7 +210,6 @@ int lease_others_open(int fd)
  */
 int lease_open(const char *path, int flags)
 {
-	const struct timespec pause = { .tv_nsec = LEASE_RETRY_NS };
 	int err = EWOULDBLOCK;
 
 	for (int tries = 0; tries < LEASE_RETRY_MS && err == EWOULDBLOCK;
@@ -223,9 +219,8 @@ int lease_open(const char *path, int flags)
 		if (fd >= 0)
 			return fd;
 		err = errno;
-		if (err == EWOULDBLOCK && nanosleep(&pause, NULL) < 0 &&
-		    errno != EINTR)
-			return -errno;
+		if (err == EWOULDBLOCK)
+			io_pause(LEASE_RETRY_NS);
 	}
 	return -err;
 }

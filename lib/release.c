@@ -188,17 +188,6 @@ static bool kept_file(const struct pidlock *lock)
  */
 static const long RECHECK_US[] = { 1000, 10000 };
 
-static void pause_us(long us)
-{
-	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
-
-	/* Whole, whatever signal handlers run: cut short by each (a
-	 * program's interval timer), the pauses would pass within the
-	 * look they are there to outlast. */
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
 static bool used_by_others(const struct pidlock *lock)
 {
 	size_t i = 0;
@@ -210,7 +199,7 @@ static bool used_by_others(const struct pidlock *lock)
 			return false;
 		if (i == sizeof(RECHECK_US) / sizeof(RECHECK_US[0]))
 			return true;
-		pause_us(RECHECK_US[i++]);
+		io_pause(RECHECK_US[i++] * 1000L);
 	}
 }
 

@@ -110,7 +110,6 @@ static int standin_end(pid_t pid, int pidfd)
 
 static int standin_complete(int fd, unsigned int kinds)
 {
-	const struct timespec pause = { .tv_nsec = FLOCK_PAUSE_NS };
 	unsigned int busy = 0;
 
 	if (!(kinds & PIDLOCK_KIND_FLOCK))
@@ -120,8 +119,7 @@ static int standin_complete(int fd, unsigned int kinds)
 
 		if (r != -EWOULDBLOCK)
 			return r;
-		if (nanosleep(&pause, NULL) < 0 && errno != EINTR)
-			return -errno;
+		io_pause(FLOCK_PAUSE_NS);
 	}
 	return klock_drop(fd, PIDLOCK_KIND_OFD);
 }

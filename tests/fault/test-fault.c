@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -522,6 +523,7 @@ enum torn_reader {
 	TORN_OTHER_KIND,	/* an OFD-only try: busy */
 	TORN_SLOT,		/* a semaphore's look at its slot: busy */
 	TORN_SHARED,		/* a shared co-holder's join: joined */
+	TORN_INSPECT_TIMER,	/* pidlock_inspect(), SIGALRM every 100 us */
 	TORN_N
 };
 
@@ -529,6 +531,7 @@ static const char *torn_name(enum torn_reader r)
 {
 	static const char *const names[TORN_N] = {
 		"inspect", "other-kind try", "slot look", "shared join",
+		"inspect under an interval timer",
 	};
 
 	return r < TORN_N ? names[r] : "?";
@@ -542,6 +545,23 @@ static struct {
 	bool seen;
 } torn;
 
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* A program with an interval timer: a handler runs every 100 us, and
+ * each ends the sleep it interrupts.  The reader's pauses must stay
+ * whole, or its 64 ms of them pass in a millisecond. */
+static void interval_timer(void)
+{
+	const struct sigaction sa = { .sa_handler = on_alarm };
+	const struct itimerval it = { { 0, 100 }, { 0, 100 } };
+
+	TU_CHILD_CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+	TU_CHILD_CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
+}
+
 static int torn_read(void)
 {
 	struct pidlock_info info;
@@ -551,6 +571,9 @@ static int torn_read(void)
 	int r = -1;
 
 	switch (torn.reader) {
+	case TORN_INSPECT_TIMER:
+		interval_timer();
+		/* fall through */
 	case TORN_INSPECT:
 		r = pidlock_inspect(torn.path, &info, 0);
 		return r < 0 ? r : info.state == PIDLOCK_STATE_HELD ? 0 : 1000 + (int)info.state;
