@@ -367,24 +367,45 @@ static int helper_wait(struct pidlock *lock, int64_t ms, int *answer)
 	return 1;
 }
 
+/* Enough for a killed helper to exit, beside two busy loops too (25 of
+ * 25 reaped); paid in full only when the server holds the helper. */
+#define ABANDON_WAIT_MS 10
+
+/* Did the killed helper exit within ABANDON_WAIT_MS?  A signal handler
+ * that runs meanwhile (an interval timer) ends a wait, not the time
+ * given: ended by it, the helper was abandoned, and an unreaped zombie
+ * kept per release until the process ended. */
+static bool helper_died(struct pidlock *lock)
+{
+	int64_t end = io_now_ms() + ABANDON_WAIT_MS, left;
+	int answer, r;
+
+	do {
+		left = end - io_now_ms();
+		r = helper_wait(lock, left > 0 ? left : 0, &answer);
+	} while (r == -EINTR && left > 0);
+	return r == 1;
+}
+
 /*
  * The hold ends with a question unanswered: the helper is killed, and
- * reaped if it dies at once.  One that the server still holds may come
- * back to its descriptors at any time, so their numbers must not be
- * freed for reuse under it, and its copy of the lock descriptor must
- * not keep our locks alive: both its descriptors are replaced by an
- * O_PATH descriptor, on which every call it still makes fails (EBADF),
- * and left, close-on-exec, until the process ends.
+ * reaped if it dies at once (within ABANDON_WAIT_MS).  One that the
+ * server still holds may come back to its descriptors at any time, so
+ * their numbers must not be freed for reuse under it, and its copy of
+ * the lock descriptor must not keep our locks alive: both its
+ * descriptors are replaced by an O_PATH descriptor, on which every
+ * call it still makes fails (EBADF), and left, close-on-exec, until the
+ * process ends.
  */
 void check_abandon(struct pidlock *lock)
 {
-	int answer, dead;
+	int dead;
 
 	if (lock->check.pid == 0)
 		return;
 	(void)syscall(SYS_pidfd_send_signal, lock->check.pidfd, SIGKILL, NULL,
 		      0);
-	if (helper_wait(lock, 10, &answer) == 1)
+	if (helper_died(lock))
 		return;
 	dead = open("/", O_PATH | O_CLOEXEC | O_DIRECTORY);
 	if (dead >= 0) {

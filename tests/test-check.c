@@ -47,6 +47,7 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -472,6 +473,117 @@ START_TEST(check_under_signals)
 }
 END_TEST
 
+/* Children of ours but the file system's daemon: a helper left
+ * unreaped, alive or a zombie.  The helper is a child of the thread
+ * that started it, ours. */
+static int helpers_left(pid_t daemon)
+{
+	char path[64];
+	FILE *f;
+	int n = 0, pid;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children",
+		 (int)getpid(), (int)getpid());
+	f = fopen(path, "re");
+	ck_assert_msg(f, "%s: %s", path, strerror(errno));
+	while (fscanf(f, "%d", &pid) == 1)
+		n += pid != daemon;
+	fclose(f);
+	return n;
+}
+
+/* Are all of pid's threads stopped (state T)? */
+static bool all_stopped(pid_t pid)
+{
+	char dir[64], path[64 + 256 + 8], line[256];
+	struct dirent *de;
+	bool all = true;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	d = opendir(dir);
+	ck_assert_msg(d, "%s: %s", dir, strerror(errno));
+	while (all && (de = readdir(d))) {
+		const char *state;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/stat", dir, de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;	/* a thread that has exited */
+		state = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+		all = state && state[1] == ' ' && (state[2] == 'T' ||
+						    state[2] == 't');
+		fclose(f);
+	}
+	closedir(d);
+	return all;
+}
+
+/* SIGSTOP takes effect when each thread next leaves the kernel: a
+ * request the daemon read before that is answered by no one, and its
+ * caller cannot die until it is (fuse's request wait). */
+static void stop_daemon(pid_t pid)
+{
+	ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+	for (int i = 0; i < 500 && !all_stopped(pid); i++)
+		tu_msleep(10);
+	ck_assert_msg(all_stopped(pid), "the daemon did not stop in 5 s");
+}
+
+/*
+ * A handle closed with a question under way, under an interval timer:
+ * the helper is killed and waited for up to 10 ms, which the signal
+ * handler's runs must not end.  Ended by the first, the wait gave the
+ * helper up, unreaped: a zombie per close for the life of the process,
+ * counted against its limit on processes.  The server is stopped, so
+ * the helper waits for it until killed; a close asks it nothing.  On a
+ * loaded machine a helper may take longer than 10 ms to die, and is
+ * then given up by design: most rounds must reap it.
+ */
+#define ABANDON_ROUNDS 5
+
+START_TEST(close_reaps_helper_under_signals)
+{
+	struct fuse_mnt m;
+	char path[PATH_MAX + 16];
+	int reaped = 0;
+
+	if (!bindfs_start(&m))
+		return;
+	snprintf(path, sizeof(path), "%s/z.lock", m.mnt);
+	for (int i = 0; i < ABANDON_ROUNDS; i++) {
+		struct pidlock *l = tu_new(path, 0);
+		/* An earlier round's helper given up stays, unreaped. */
+		int before = helpers_left(m.daemon);
+
+		/* Such a helper dies once the server runs again, and its
+		 * call's reference to the lock's file goes with it. */
+		ck_assert_int_eq(pidlock_acquire(l, 5000), 0);
+		ck_assert_int_eq(pidlock_check(l, 2000), 0);
+		stop_daemon(m.daemon);
+		timed_check(l, -ETIMEDOUT);
+		ck_assert_int_eq(helpers_left(m.daemon), before + 1);
+		ticks(100);
+		ck_assert_int_eq(pidlock_close(l), 0);
+		ticks(0);
+		reaped += helpers_left(m.daemon) == before;
+		ck_assert_int_eq(kill(m.daemon, SIGCONT), 0);
+		pidlock_free(l);
+		/* The file is left (a close removes nothing): the next
+		 * round takes it over. */
+	}
+	fprintf(stderr, "close_reaps_helper_under_signals: reaped in %d of "
+		"%d rounds\n", reaped, ABANDON_ROUNDS);
+	ck_assert_msg(reaped * 2 > ABANDON_ROUNDS, "the killed helper was "
+		      "left unreaped in %d of %d rounds",
+		      ABANDON_ROUNDS - reaped, ABANDON_ROUNDS);
+	bindfs_end(&m);
+}
+END_TEST
+
 /*
  * On a shared file system the record is asked about too: the next
  * holder took the file in place, wrote its record and died, its locks
@@ -517,6 +629,7 @@ int main(void)
 		{ lease_lapses, 1 },
 		{ hung_server, 1 },
 		{ check_under_signals, 1 },
+		{ close_reaps_helper_under_signals, 1 },
 		{ NULL, 0 },
 	};
 
