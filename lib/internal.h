@@ -382,13 +382,25 @@ static inline void io_close_keep_errno(int fd)
 /* A pause of ns nanoseconds, whole whatever signal handlers run: a
  * pause that is there to outlast something (a look, a record half
  * written) and ended by each signal (a program's interval timer) would
- * outlast nothing.  Waits that end on a signal (-EINTR to the caller)
- * use poll(2) instead.  Inline, as io_close_keep_errno(). */
+ * outlast nothing.  To a deadline, not for the time left: each restart
+ * of a relative sleep adds the timer's slack, and signals every 50 us
+ * or so would keep it from ever ending.  Waits that end on a signal
+ * (-EINTR to the caller) use poll(2) instead.  Inline, as
+ * io_close_keep_errno(). */
 static inline void io_pause(long ns)
 {
-	struct timespec ts = { ns / 1000000000L, ns % 1000000000L };
+	struct timespec end;
 
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+	if (clock_gettime(CLOCK_MONOTONIC, &end) < 0)
+		return;
+	end.tv_sec += ns / 1000000000L;
+	end.tv_nsec += ns % 1000000000L;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &end, NULL) ==
+	       EINTR)
 		;
 }
 

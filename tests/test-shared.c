@@ -1153,7 +1153,9 @@ START_TEST(timed_writer_leaves_no_standin)
 }
 END_TEST
 
-/* Has pid a child?  The stand-in is the timed writer's only one. */
+/* Has pid a child?  The stand-in is the timed writer's only one.  A
+ * kernel without the list (CONFIG_PROC_CHILDREN) says no, and the test
+ * is the weaker one it was before. */
 static bool has_child(pid_t pid)
 {
 	char path[64];
@@ -1163,6 +1165,10 @@ static bool has_child(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
 		 (int)pid);
 	f = fopen(path, "re");
+	if (!f && errno == ENOENT) {
+		fprintf(stderr, "%s: not listed by this kernel\n", path);
+		return false;
+	}
 	ck_assert_msg(f, "%s: %s", path, strerror(errno));
 	c = fgetc(f);
 	fclose(f);
