@@ -551,7 +551,6 @@ START_TEST(close_reaps_helper_under_signals)
 	struct fuse_mnt m;
 	char path[PATH_MAX + 16];
 	int reaped = 0;
-	long took;
 
 	if (!bindfs_start(&m))
 		return;
@@ -560,6 +559,7 @@ START_TEST(close_reaps_helper_under_signals)
 		struct pidlock *l = tu_new(path, 0);
 		/* An earlier round's helper given up stays, unreaped. */
 		int before = helpers_left(m.daemon);
+		long took;
 
 		/* Such a helper dies once the server runs again, and its
 		 * call's reference to the lock's file goes with it. */
