@@ -570,10 +570,10 @@ static int torn_read(void)
 	char sem[4300];
 	int r = -1;
 
+	if (torn.reader == TORN_INSPECT_TIMER)
+		interval_timer();
 	switch (torn.reader) {
 	case TORN_INSPECT_TIMER:
-		interval_timer();
-		/* fall through */
 	case TORN_INSPECT:
 		r = pidlock_inspect(torn.path, &info, 0);
 		return r < 0 ? r : info.state == PIDLOCK_STATE_HELD ? 0 : 1000 + (int)info.state;
