@@ -152,8 +152,7 @@ struct pidlock {
 		bool made;	/* our publish made the inode */
 		bool took;	/* counted from before our open of it */
 		unsigned int own;	/* our own opens of the name since */
-		unsigned int own_closes;	/* and closes */
-		uint64_t id, epoch, creations, opens, closes;	/* as then */
+		uint64_t id, epoch, creations, opens;	/* as then */
 	} opens;
 	/* What the directory and its file system were found to do: learned
 	 * once, kept for the handle's life. */
@@ -515,7 +514,10 @@ void inspect_fill_info(struct pidlock_info *info, enum pidlock_state state,
 		       const struct stat *st);
 
 /* opens.c */
-enum opens_answer { OPENS_NONE, OPENS_SOME, OPENS_UNKNOWN };
+/* NONE: nobody else; BEFORE: the grant of a file that was there, and
+ * no open of its name since (whoever has it open opened it before the
+ * grant); UNKNOWN: ask the kernel. */
+enum opens_answer { OPENS_NONE, OPENS_BEFORE, OPENS_UNKNOWN };
 void opens_begin(struct pidlock *lock);
 void opens_taken(struct pidlock *lock);
 void opens_made(struct pidlock *lock, unsigned int own);

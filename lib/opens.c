@@ -10,13 +10,15 @@
  * one read(2).
  *
  * One inotify instance per process and one watch per lock directory,
- * on the opens and closes in it (IN_OPEN, IN_CLOSE) and the names made
- * in it (IN_CREATE, IN_MOVED_TO).  IN_EXCL_UNLINK: nothing of a name
- * after its unlink, so the closes of an unlinked inode's descriptions
- * are not counted against the file at the name now.  Each name a handle
- * uses has an entry that counts, in queue order, its opens and closes,
- * in total and since the name was last made.  Whoever asks next reads
- * the queue, under a mutex.
+ * on the opens in it (IN_OPEN) and the names made in it (IN_CREATE,
+ * IN_MOVED_TO).  IN_EXCL_UNLINK: nothing of a name after its unlink,
+ * so the opens of an unlinked inode are not counted against the file at
+ * the name now.  Each name a handle uses has an entry that counts its
+ * opens, in total and since the name was last made.  Closes are not
+ * counted: inotify merges two like events in a row, so two closes one
+ * after the other count as one, and "more opens than closes" was taken
+ * for somebody still on the file when nobody was (release.c).  Whoever
+ * asks next reads the queue, under a mutex.
  *
  * The answers (opens_answer()):
  *  - OPENS_NONE: this hold published the inode, the watch was there
@@ -26,10 +28,12 @@
  *    just after it); the inode has one link.  Then no
  *    other description of the inode exists, so nobody can be blocked on
  *    it or about to lock it.  The only answer that lets a file go.
- *  - OPENS_SOME: more opens than closes since the point this hold
- *    counts from (its creation, or the grant of a file that was there):
- *    somebody has it open still.  Keeping the file is always safe; this
- *    spares the kernel's question to a release under contention.
+ *  - OPENS_BEFORE: the grant of a file that was there, and no open of
+ *    its name since: whoever has it open opened it before the grant (a
+ *    waiter queued behind the last holder), not a look made during this
+ *    hold.  The release asks the kernel once, without the pauses that
+ *    let a look end (release.c).  An open merged with one of ours
+ *    counts as ours: then a look is kept for, never missed.
  *  - OPENS_UNKNOWN: anything else, and whenever events may be missing
  *    (the queue overflowed, the directory moved, no instance, a child
  *    of a fork that ran no handlers): ask the kernel.
@@ -49,7 +53,7 @@
 
 #include "internal.h"
 
-#define OPENS_MASK (IN_OPEN | IN_CLOSE | IN_CREATE | IN_MOVED_TO | \
+#define OPENS_MASK (IN_OPEN | IN_CREATE | IN_MOVED_TO | \
 		    IN_DELETE_SELF | IN_MOVE_SELF | IN_EXCL_UNLINK | \
 		    IN_ONLYDIR)
 /* Whole events only: room for the longest name. */
@@ -62,8 +66,8 @@ struct entry {
 	uint64_t id;		/* this entry's, never reused in a process */
 	uint64_t epoch;		/* counts up when events may be lost */
 	uint64_t creations;
-	uint64_t opens, closes;	/* in total */
-	uint64_t opens_made, closes_made;	/* since the last creation */
+	uint64_t opens;		/* in total */
+	uint64_t opens_made;	/* since the last creation */
 };
 
 static struct {
@@ -221,15 +225,11 @@ static void count(const struct inotify_event *ev)
 		return;
 	if (ev->mask & (IN_CREATE | IN_MOVED_TO)) {
 		e->creations++;
-		e->opens_made = e->closes_made = 0;
+		e->opens_made = 0;
 	}
 	if (ev->mask & IN_OPEN) {
 		e->opens++;
 		e->opens_made++;
-	}
-	if (ev->mask & IN_CLOSE) {
-		e->closes++;
-		e->closes_made++;
 	}
 }
 
@@ -360,7 +360,6 @@ void opens_begin(struct pidlock *lock)
 	lock->opens.took = false;
 	lock->opens.ok = false;
 	lock->opens.own = 0;
-	lock->opens.own_closes = 0;
 	if (!(lock->set.flags & PIDLOCK_KEEP_IF_USED) || !lock_state())
 		return;
 	e = entry_of(lock);
@@ -390,7 +389,6 @@ void opens_taken(struct pidlock *lock)
 		lock->opens.epoch = e->epoch;
 		lock->opens.creations = e->creations;
 		lock->opens.opens = e->opens;
-		lock->opens.closes = e->closes;
 	} else {
 		lock->opens.ok = false;
 	}
@@ -403,50 +401,36 @@ void opens_made(struct pidlock *lock, unsigned int own)
 {
 	lock->opens.made = true;
 	lock->opens.own = own;
-	lock->opens.own_closes = 0;
 }
 
-/* An open and close of the name of our own after the count began (the
+/* An open of the name of our own after the count began (the
  * file-system check of a handle's first acquire, acquire.c). */
 void opens_own(struct pidlock *lock)
 {
 	lock->opens.own++;
-	lock->opens.own_closes++;
 }
 
 static enum opens_answer answer(const struct pidlock *lock,
 				const struct entry *e, nlink_t links)
 {
-	uint64_t opens, closes;
-
 	if (e->id != lock->opens.id || e->epoch != lock->opens.epoch)
 		return OPENS_UNKNOWN;
 	if (lock->opens.made && e->creations > lock->opens.creations) {
-		if (e->opens_made < lock->opens.own ||
-		    e->closes_made < lock->opens.own_closes)
+		/* More: somebody's; fewer: ours merged, maybe with his. */
+		if (e->opens_made != lock->opens.own)
 			return OPENS_UNKNOWN;
-		opens = e->opens_made - lock->opens.own;
-		closes = e->closes_made - lock->opens.own_closes;
 		/* A second link: opens through it are another directory's.
 		 * An open of ours since (a create in place, the first
 		 * acquire's check) may have been merged by inotify with
 		 * another's like event just after it: "nobody" only with
 		 * none of ours to take away. */
-		if (opens == 0)
-			return links == 1 && lock->opens.own == 0 ?
-				       OPENS_NONE : OPENS_UNKNOWN;
-	} else if (lock->opens.took) {
-		/* Those open at the grant are unknown: at least this many. */
-		opens = e->opens - lock->opens.opens;
-		closes = e->closes - lock->opens.closes;
-		if (opens < lock->opens.own || closes < lock->opens.own_closes)
-			return OPENS_UNKNOWN;
-		opens -= lock->opens.own;
-		closes -= lock->opens.own_closes;
-	} else {
-		return OPENS_UNKNOWN;
+		return links == 1 && lock->opens.own == 0 ? OPENS_NONE
+							  : OPENS_UNKNOWN;
 	}
-	return opens > closes ? OPENS_SOME : OPENS_UNKNOWN;
+	if (lock->opens.took &&
+	    e->opens - lock->opens.opens == lock->opens.own)
+		return OPENS_BEFORE;
+	return OPENS_UNKNOWN;
 }
 
 /* At release, the path checked to be ours with links links. */

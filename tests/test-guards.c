@@ -1210,6 +1210,64 @@ TU_LOCK_TEST(kept_file_cycle_publishes_nothing, PIDLOCK_KEEP_FILE |
 }
 END_TEST
 
+/*
+ * PIDLOCK_KEEP_IF_USED, a file taken over with a description opened
+ * before the grant and none since: the next waiter, woken by the last
+ * release and not queued again yet.  The release keeps the file after
+ * one question, without the pauses that let a look made during the
+ * hold end: with them, each hand-off of a kept file among our own
+ * processes cost a millisecond (`bench --flags keep-if-used
+ * throughput`, 0.01x bare flock at 2-64 processes).
+ */
+struct pause_count {
+	bool started;
+	int pauses;
+};
+
+static void count_pause(pid_t pid, long nr, const uint64_t *args, void *arg)
+{
+	struct pause_count *c = arg;
+
+	(void)pid;
+	(void)args;
+	if (nr == SYS_getppid)
+		c->started = !c->started;
+	else if (c->started)
+		c->pauses += nr == SYS_clock_nanosleep || nr == SYS_nanosleep;
+}
+
+static int take_and_release(void *arg)
+{
+	struct pidlock *l = arg;
+
+	if (pidlock_acquire(l, 0) < 0)
+		return 1;
+	(void)getppid();
+	if (pidlock_release(l) < 0)
+		return 2;
+	(void)getppid();
+	return 0;
+}
+
+TU_LOCK_TEST(waiter_before_grant_no_pause, PIDLOCK_KEEP_IF_USED)
+{
+	struct pause_count c = { 0 };
+	struct tu_child h;
+	int fd;
+
+	if (under_valgrind())
+		return;
+	tu_hold(&h, p, 0);
+	tu_kill(&h);
+	fd = tu_open(p, O_RDONLY);
+	ck_assert_int_eq(traced(take_and_release, l, count_pause, &c), 0);
+	ck_assert_msg(tu_exists(p), "released with a description open");
+	ck_assert_msg(c.pauses == 0, "%d pauses in the release of a file "
+		      "whose other description predates the grant", c.pauses);
+	ck_assert_int_eq(close(fd), 0);
+}
+END_TEST
+
 int main(void)
 {
 	const struct tu_case cases[] = {
@@ -1228,6 +1286,7 @@ int main(void)
 		{ takeover_timestamp_is_now, 1 },
 		{ warm_cycle_calls, 1 },
 		{ kept_file_cycle_publishes_nothing, 1 },
+		{ waiter_before_grant_no_pause, 1 },
 		{ cancelled_call_completes,
 		  sizeof(cancel_names) / sizeof(cancel_names[0]) },
 		{ NULL, 0 },
