@@ -1256,23 +1256,40 @@ static int take_and_release(void *arg)
 	return 0;
 }
 
-TU_LOCK_TEST(waiter_before_grant_no_pause, PIDLOCK_KEEP_IF_USED)
+/*
+ * Take over the file a killed holder left, with a description of it
+ * opened before the grant (before) or a look opened during the hold
+ * (look), and release it in a traced child.  Either is still open at
+ * the release, so the file stays; returns the pauses the release took.
+ */
+static int release_pauses(const char *p, struct pidlock *l, bool before,
+			  bool look)
 {
 	struct pause_count c = { 0 };
-	struct take t = { l, NULL };
+	struct take t = { l, look ? p : NULL };
 	struct tu_child h;
-	int fd;
+	int fd = -1;
+
+	tu_hold(&h, p, 0);
+	tu_kill(&h);
+	if (before)
+		fd = tu_open(p, O_RDONLY);
+	ck_assert_int_eq(traced(take_and_release, &t, count_pause, &c), 0);
+	ck_assert_msg(tu_exists(p), "released with a description open");
+	if (fd >= 0)
+		ck_assert_int_eq(close(fd), 0);
+	return c.pauses;
+}
+
+TU_LOCK_TEST(waiter_before_grant_no_pause, PIDLOCK_KEEP_IF_USED)
+{
+	int n;
 
 	if (under_valgrind())
 		return;
-	tu_hold(&h, p, 0);
-	tu_kill(&h);
-	fd = tu_open(p, O_RDONLY);
-	ck_assert_int_eq(traced(take_and_release, &t, count_pause, &c), 0);
-	ck_assert_msg(tu_exists(p), "released with a description open");
-	ck_assert_msg(c.pauses == 0, "%d pauses in the release of a file "
-		      "whose other description predates the grant", c.pauses);
-	ck_assert_int_eq(close(fd), 0);
+	n = release_pauses(p, l, true, false);
+	ck_assert_msg(n == 0, "%d pauses in the release of a file whose "
+		      "other description predates the grant", n);
 }
 END_TEST
 
@@ -1283,18 +1300,13 @@ END_TEST
  * the look lets a release that does not pause pass too. */
 TU_LOCK_TEST(look_during_hold_pauses, PIDLOCK_KEEP_IF_USED)
 {
-	struct pause_count c = { 0 };
-	struct take t = { l, p };
-	struct tu_child h;
+	int n;
 
 	if (under_valgrind())
 		return;
-	tu_hold(&h, p, 0);
-	tu_kill(&h);
-	ck_assert_int_eq(traced(take_and_release, &t, count_pause, &c), 0);
-	ck_assert_msg(tu_exists(p), "released with a look open");
-	ck_assert_msg(c.pauses == 2, "%d pauses in the release of a file "
-		      "opened during the hold, 2 expected", c.pauses);
+	n = release_pauses(p, l, false, true);
+	ck_assert_msg(n == 2, "%d pauses in the release of a file opened "
+		      "during the hold, 2 expected", n);
 }
 END_TEST
 
@@ -1306,22 +1318,13 @@ END_TEST
  * here the description stays open, so that the pauses are counted. */
 TU_LOCK_TEST(leaving_reader_pauses, PIDLOCK_SHARED | PIDLOCK_KEEP_IF_USED)
 {
-	struct pause_count c = { 0 };
-	struct take t = { l, NULL };
-	struct tu_child h;
-	int fd;
+	int n;
 
 	if (under_valgrind())
 		return;
-	tu_hold(&h, p, 0);
-	tu_kill(&h);
-	fd = tu_open(p, O_RDONLY);
-	ck_assert_int_eq(traced(take_and_release, &t, count_pause, &c), 0);
-	ck_assert_msg(tu_exists(p), "released with a description open");
-	ck_assert_msg(c.pauses == 2, "%d pauses in a shared release with a "
-		      "description from before the grant, 2 expected",
-		      c.pauses);
-	ck_assert_int_eq(close(fd), 0);
+	n = release_pauses(p, l, true, false);
+	ck_assert_msg(n == 2, "%d pauses in a shared release with a "
+		      "description from before the grant, 2 expected", n);
 }
 END_TEST
 
