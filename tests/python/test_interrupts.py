@@ -552,20 +552,27 @@ def test_signal_during_wait_does_not_end_it(lockpath, kind):
 def test_signal_during_wait_keeps_the_timeout(lockpath, kind):
     """Signals every 40 ms during a 0.3 s wait for a lock that stays held:
     Busy (ETIMEDOUT) when the time is up, not InterruptedError, and not a
-    wait that starts over at each signal (the signals go on for 8 s)."""
+    wait that starts over at each signal.  The signals go on until the
+    wait ends, for at most 25 s; a wait that starts over at each one ends
+    only after them, past the bound of 15 s (mutation P9).  The bound is
+    that wide because a loaded machine stretches a correct wait: 6.0 s
+    once under make check-under-load (two suites and two busy loops on
+    2 cores)."""
     script = SLOT_HOLDER if kind == "Slots" else None
     holder = Holder(lockpath, script=script) if script else Holder(lockpath)
     lock = waiter(kind, lockpath)
     try:
-        with signals_to_main_thread(0.04, 200):
+        with signals_to_main_thread(0.04, 625) as runs:
             start = time.monotonic()
             with pytest.raises(pidlock.Busy) as exc:
                 lock.acquire(timeout=0.3)
             took = time.monotonic() - start
+        print(f"acquire(timeout=0.3) under a signal every 40 ms: "
+              f"{took:.3f} s, the handler ran {len(runs)} times")
         assert exc.value.errno == errno.ETIMEDOUT
         # The library counts whole milliseconds from a clock read that
         # drops the fraction: its last wait may end up to 1 ms early.
-        assert 0.299 <= took < 6, took
+        assert 0.299 <= took < 15, took
     finally:
         holder.close()
 
