@@ -12,10 +12,10 @@
 # both in an order shuffled with the current commit's id as the seed
 # (apply.pl pick), so that a commit picks the same on every machine.
 # When the release's commit is not in this clone (a shallow clone), the
-# whole table, shuffled the same way, is the list.  A time budget cuts
-# the end of the list: a mutation that would, by the baseline's times,
-# end after MUTATION_SAMPLE_BUDGET seconds from the start (420, building
-# included) is not run, nor any after it; the count is said.
+# whole table, shuffled the same way, is the list.  A time budget
+# bounds the run: a mutation that would, by the baseline's times, end
+# after MUTATION_SAMPLE_BUDGET seconds from the start (420, building
+# included) is not run, and the next one is tried; the count is said.
 #
 # It fails when a mutation that ran was not caught by the test that its
 # expect: line names, no longer applies, or does not build; and when the
