@@ -61,6 +61,9 @@ struct shm {
 	 * has been trying without getting the lock (0: not trying): see
 	 * pause_between() in peers.c. */
 	volatile int64_t polling_since_ns[MAX_SLOTS];
+	/* 1 while a dotlock participant runs dotlockfile: see
+	 * dotlock_turn() in peers.c. */
+	volatile int dotlock_running;
 };
 
 struct config {
